@@ -1,0 +1,1 @@
+"""Headless subcommands of ``lbdviewer``; each module exposes ``add_parser``."""

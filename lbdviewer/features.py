@@ -1,0 +1,296 @@
+"""Keypoints and the lbdviewer feature file (format version 1).
+
+A feature file is a NumPy ``.npz`` archive (written without pickling and
+always read with ``allow_pickle=False``) holding:
+
+==================  ===============  =============================================
+key                 dtype, shape     meaning
+==================  ===============  =============================================
+``format``          str, ()          ``"lbdviewer-features"``
+``version``         int64, ()        ``1``
+``descriptor``      str, ()          ``orb``, ``opencv-brief``, ``opencv-freak``
+                                     or ``skimage-brief``
+``params``          str, ()          JSON object of the descriptor's parameters
+``image_shape``     int64, (2,)      ``(height, width)`` of the described image
+``keypoints``       float64, (K, 6)  columns ``x, y, size, angle, octave,
+                                     response``; ``(x, y)`` = (column, row) in
+                                     level-0 pixels, ``angle`` in degrees as
+                                     OpenCV's ``KeyPoint.angle`` (-1: none)
+``descriptors``     uint8, (K, B)    packed bits, ``B = ceil(n_bits / 8)``
+``n_bits``          int64, ()        bits per descriptor
+``bitorder``        str, ()          ``"little"`` or ``"big"`` (as ``np.packbits``)
+==================  ===============  =============================================
+
+:func:`load_features` checks every item and raises :class:`ValueError` naming
+the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+FORMAT = "lbdviewer-features"
+VERSION = 1
+DESCRIPTORS = ("orb", "opencv-brief", "opencv-freak", "skimage-brief")
+KEYPOINT_COLUMNS = ("x", "y", "size", "angle", "octave", "response")
+
+
+def _column(values, name, n):
+    out = np.array(values, dtype=np.float64, copy=True).reshape(-1)
+    if out.shape != (n,):
+        raise ValueError(f"keypoint column {name!r} must have {n} values, got shape {np.shape(values)}")
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Keypoints:
+    """Keypoints as OpenCV describes them, as columns of equal length ``K``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (K,)
+        Position (column, row) in level-0 pixels.
+    size, angle, octave, response : array_like, shape (K,), optional
+        Diameter in pixels (default 31), orientation in degrees (default -1,
+        none), pyramid level (default 0), detector response (default 0).
+
+    Examples
+    --------
+    >>> kp = Keypoints([10.0, 20.0], [5.0, 6.0])
+    >>> len(kp), kp.octave.tolist()
+    (2, [0, 0])
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    size: np.ndarray = None
+    angle: np.ndarray = None
+    octave: np.ndarray = None
+    response: np.ndarray = None
+
+    def __post_init__(self):
+        n = np.size(self.x)
+        defaults = {"size": 31.0, "angle": -1.0, "octave": 0, "response": 0.0}
+        for name in KEYPOINT_COLUMNS:
+            value = getattr(self, name)
+            if value is None:
+                value = np.full(n, defaults[name])
+            column = _column(value, name, n)
+            if name == "octave":
+                if not np.all(np.isfinite(column)) or np.any(column != np.round(column)) or np.any(column < 0):
+                    raise ValueError(f"keypoint octave must be non-negative integers, got {column[:5]}")
+                column = column.astype(np.int64)
+                column.flags.writeable = False
+            object.__setattr__(self, name, column)
+
+    def __len__(self):
+        return self.x.shape[0]
+
+    def as_array(self):
+        """The ``(K, 6)`` float64 table of :data:`KEYPOINT_COLUMNS`."""
+        return np.stack([getattr(self, name).astype(np.float64) for name in KEYPOINT_COLUMNS], axis=1)
+
+    @classmethod
+    def from_array(cls, table):
+        """Keypoints from a ``(K, 6)`` table (see :meth:`as_array`)."""
+        table = np.asarray(table)
+        if table.ndim != 2 or table.shape[1] != len(KEYPOINT_COLUMNS):
+            raise ValueError(f"keypoints must have shape (K, {len(KEYPOINT_COLUMNS)}), got {table.shape}")
+        return cls(*table.T)
+
+    @classmethod
+    def from_cv(cls, keypoints):
+        """Keypoints from a sequence of ``cv2.KeyPoint``."""
+        rows = [(k.pt[0], k.pt[1], k.size, k.angle, k.octave, k.response) for k in keypoints]
+        return cls.from_array(np.array(rows, dtype=np.float64).reshape(-1, len(KEYPOINT_COLUMNS)))
+
+    def to_cv(self):
+        """A list of ``cv2.KeyPoint`` whose ``class_id`` is the row index."""
+        import cv2
+
+        return [
+            cv2.KeyPoint(float(x), float(y), float(s), float(a), float(r), int(o), i)
+            for i, (x, y, s, a, o, r) in enumerate(
+                zip(self.x, self.y, self.size, self.angle, self.octave, self.response)
+            )
+        ]
+
+    def take(self, index):
+        """The keypoints selected by an integer or boolean ``index``."""
+        return Keypoints(*(getattr(self, name)[index] for name in KEYPOINT_COLUMNS))
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureSet:
+    """What a feature file holds: keypoints, packed descriptors and context.
+
+    Examples
+    --------
+    >>> fs = FeatureSet("orb", {}, (64, 64), Keypoints([32.0], [32.0]), np.zeros((1, 32), np.uint8), 256, "little")
+    >>> fs.bits().shape
+    (1, 256)
+    """
+
+    descriptor: str
+    params: dict
+    image_shape: tuple
+    keypoints: Keypoints
+    descriptors: np.ndarray
+    n_bits: int
+    bitorder: str
+
+    def __post_init__(self):
+        validate(self)
+
+    def bits(self):
+        """Descriptors unpacked to ``{-1, +1}``, shape ``(K, n_bits)``."""
+        unpacked = np.unpackbits(self.descriptors, axis=1, count=self.n_bits, bitorder=self.bitorder)
+        return (2 * unpacked.astype(np.int8) - 1).astype(np.int8)
+
+
+def validate(features):
+    """Raise ValueError naming the first inconsistency in ``features``."""
+    if features.descriptor not in DESCRIPTORS:
+        raise ValueError(f"unknown descriptor {features.descriptor!r}; expected one of {DESCRIPTORS}")
+    if not isinstance(features.params, dict):
+        raise ValueError(f"params must be a dict, got {type(features.params).__name__}")
+    shape = tuple(int(v) for v in np.asarray(features.image_shape).reshape(-1))
+    if len(shape) != 2 or min(shape) < 1:
+        raise ValueError(f"image_shape must be (height, width) of positive ints, got {features.image_shape!r}")
+    object.__setattr__(features, "image_shape", shape)
+    if features.bitorder not in ("little", "big"):
+        raise ValueError(f"bitorder must be 'little' or 'big', got {features.bitorder!r}")
+    n_bits = int(features.n_bits)
+    if n_bits < 1:
+        raise ValueError(f"n_bits must be positive, got {features.n_bits!r}")
+    kp = features.keypoints
+    if not isinstance(kp, Keypoints):
+        raise ValueError(f"keypoints must be Keypoints, got {type(kp).__name__}")
+    table = kp.as_array()
+    if not np.all(np.isfinite(table)):
+        row = int(np.argmax(~np.all(np.isfinite(table), axis=1)))
+        raise ValueError(f"keypoint {row} has a NaN or infinite value: {table[row].tolist()}")
+    height, width = shape
+    outside = (kp.x < 0) | (kp.y < 0) | (kp.x > width - 1) | (kp.y > height - 1)
+    if np.any(outside):
+        row = int(np.argmax(outside))
+        raise ValueError(
+            f"keypoint {row} at (x={kp.x[row]}, y={kp.y[row]}) lies outside the image of shape {shape}"
+        )
+    if np.any(kp.size <= 0):
+        raise ValueError(f"keypoint sizes must be positive, got min {kp.size.min()}")
+    desc = np.asarray(features.descriptors)
+    expected = (len(kp), (n_bits + 7) // 8)
+    if desc.dtype != np.uint8 or desc.shape != expected:
+        raise ValueError(f"descriptors must be uint8 of shape {expected}, got {desc.dtype} {desc.shape}")
+
+
+def save_features(path, features):
+    """Write ``features`` to ``path`` (``.npz``) atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    features : FeatureSet
+    """
+    validate(features)
+    arrays = {
+        "format": np.array(FORMAT),
+        "version": np.array(VERSION, dtype=np.int64),
+        "descriptor": np.array(features.descriptor),
+        "params": np.array(json.dumps(features.params, sort_keys=True)),
+        "image_shape": np.array(features.image_shape, dtype=np.int64),
+        "keypoints": features.keypoints.as_array(),
+        "descriptors": np.ascontiguousarray(features.descriptors, dtype=np.uint8),
+        "n_bits": np.array(int(features.n_bits), dtype=np.int64),
+        "bitorder": np.array(features.bitorder),
+    }
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _item(data, key, kind):
+    if key not in data.files:
+        raise ValueError(f"feature file is missing {key!r}")
+    try:
+        value = data[key]
+    except ValueError as error:  # object arrays refused by allow_pickle=False
+        raise ValueError(f"feature file item {key!r} is a pickled (object) array, which is refused") from error
+    if value.dtype.kind == "O":
+        raise ValueError(f"feature file item {key!r} is a pickled (object) array, which is refused")
+    if kind == "str":
+        if value.dtype.kind != "U" or value.shape != ():
+            raise ValueError(f"feature file item {key!r} must be a string, got {value.dtype} {value.shape}")
+        return str(value)
+    if kind == "int":
+        if value.dtype.kind not in "iu" or value.shape != ():
+            raise ValueError(f"feature file item {key!r} must be an integer, got {value.dtype} {value.shape}")
+        return int(value)
+    return value
+
+
+def load_features(path):
+    """Read and validate a feature file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    FeatureSet
+
+    Raises
+    ------
+    ValueError
+        For a truncated or non-npz file, a pickled payload, a wrong format or
+        version, an unknown descriptor, wrong shapes or dtypes, NaN keypoint
+        values or keypoints outside the image.
+    """
+    try:
+        archive = np.load(os.fspath(path), allow_pickle=False)
+    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as error:
+        raise ValueError(f"cannot read feature file {os.fspath(path)!r} (truncated or not .npz): {error}") from error
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"feature file {os.fspath(path)!r} is not an .npz archive")
+    try:
+        with archive as data:
+            if _item(data, "format", "str") != FORMAT:
+                raise ValueError(f"feature file format must be {FORMAT!r}, got {str(data['format'])!r}")
+            version = _item(data, "version", "int")
+            if version != VERSION:
+                raise ValueError(f"unsupported feature file version {version}; this lbdviewer reads {VERSION}")
+            params_text = _item(data, "params", "str")
+            try:
+                params = json.loads(params_text)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"feature file params are not valid JSON: {error}") from error
+            table = _item(data, "keypoints", "array")
+            if table.dtype.kind != "f":
+                raise ValueError(f"feature file keypoints must be float, got {table.dtype}")
+            return FeatureSet(
+                descriptor=_item(data, "descriptor", "str"),
+                params=params,
+                image_shape=tuple(_item(data, "image_shape", "array").tolist()),
+                keypoints=Keypoints.from_array(table),
+                descriptors=_item(data, "descriptors", "array"),
+                n_bits=_item(data, "n_bits", "int"),
+                bitorder=_item(data, "bitorder", "str"),
+            )
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise ValueError(f"feature file {os.fspath(path)!r} is truncated or corrupt: {error}") from error

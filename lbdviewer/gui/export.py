@@ -1,0 +1,199 @@
+"""Pixel-exact export of panels and composed figures, each with a JSON beside it.
+
+A panel is exported from the ARRAY it shows, never from the screen: the array
+is mapped to 8-bit colour with the panel's levels and colormap and enlarged by
+an integer factor with nearest neighbour (``np.repeat``), so every array
+element becomes a ``factor x factor`` block of one colour. A JSON file with
+the same stem records every parameter and the library versions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import tempfile
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import numpy as np
+from PyQt6.QtGui import QImage
+
+GAP = 4
+VERSIONED = ("lbdviewer", "numpy", "scipy", "scikit-image", "opencv-contrib-python-headless",
+             "PyWavelets", "numba", "PyQt6", "pyqtgraph", "superqt")
+
+
+@dataclass
+class PanelArray:
+    """What a panel shows: its array, display levels and colormap.
+
+    ``colormap`` is a ``pyqtgraph.ColorMap`` or None for gray; ``array`` is
+    (H, W) float or (H, W, 3) uint8 (already RGB).
+    """
+
+    name: str
+    array: np.ndarray
+    levels: tuple = (0.0, 1.0)
+    colormap: object = None
+    colormap_name: str = "gray"
+    metadata: dict = field(default_factory=dict)
+
+
+def to_rgb(panel):
+    """Map a panel's array to uint8 RGB (H, W, 3) with its levels and colormap.
+
+    Gray panels give ``round(255 * clip((a - lo) / (hi - lo), 0, 1))`` in all
+    three channels.
+    """
+    array = np.asarray(panel.array)
+    if array.ndim == 3:
+        return np.ascontiguousarray(array[..., :3], dtype=np.uint8)
+    low, high = (float(v) for v in panel.levels)
+    span = high - low if high > low else 1.0
+    unit = np.clip((np.nan_to_num(array.astype(np.float64), nan=low) - low) / span, 0.0, 1.0)
+    if panel.colormap is None:
+        gray = np.round(unit * 255.0).astype(np.uint8)
+        return np.repeat(gray[..., None], 3, axis=2)
+    colours = panel.colormap.map(unit.ravel(), mode="byte")
+    return np.ascontiguousarray(colours[:, :3].reshape(*unit.shape, 3), dtype=np.uint8)
+
+
+def upscale(rgb, factor):
+    """Enlarge by an integer ``factor`` with nearest neighbour (no interpolation)."""
+    factor = int(factor)
+    if factor < 1:
+        raise ValueError(f"factor must be a positive integer, got {factor}")
+    return np.repeat(np.repeat(rgb, factor, axis=0), factor, axis=1)
+
+
+def default_factor(shape, *, target=512):
+    """Largest integer factor that keeps the longest side at most ``target`` (>= 1)."""
+    return max(1, int(target) // max(int(shape[0]), int(shape[1])))
+
+
+def compose(rgbs, *, gap=GAP):
+    """Place RGB panels side by side on white, top-aligned, ``gap`` pixels apart."""
+    height = max(rgb.shape[0] for rgb in rgbs)
+    width = sum(rgb.shape[1] for rgb in rgbs) + gap * (len(rgbs) - 1)
+    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
+    x = 0
+    for rgb in rgbs:
+        canvas[: rgb.shape[0], x : x + rgb.shape[1]] = rgb
+        x += rgb.shape[1] + gap
+    return canvas
+
+
+def write_png(path, rgb):
+    """Write uint8 RGB (H, W, 3) to ``path`` losslessly and atomically."""
+    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+    height, width = rgb.shape[:2]
+    image = QImage(rgb.data, width, height, 3 * width, QImage.Format.Format_RGB888)
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(suffix=".png", dir=directory)
+    os.close(handle)
+    try:
+        if not image.save(temporary, "PNG"):
+            raise OSError(f"could not write PNG {path!r}")
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def read_png(path):
+    """Read a PNG back as uint8 RGB (H, W, 3) (used to check exports)."""
+    image = QImage(os.fspath(path)).convertToFormat(QImage.Format.Format_RGB888)
+    if image.isNull():
+        raise ValueError(f"path is not a readable image: {path!r}")
+    width, height, stride = image.width(), image.height(), image.bytesPerLine()
+    buffer = np.frombuffer(image.constBits().asstring(stride * height), dtype=np.uint8)
+    return buffer.reshape(height, stride)[:, : 3 * width].reshape(height, width, 3).copy()
+
+
+def versions():
+    """Installed versions of the libraries a figure depends on."""
+    found = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def write_json(path, payload):
+    """Write ``payload`` as indented JSON, atomically."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(suffix=".json", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(payload, stream, indent=2, sort_keys=True, default=_jsonable)
+            stream.write("\n")
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def sidecar_path(png_path):
+    """The JSON path written beside ``png_path``."""
+    return os.path.splitext(os.fspath(png_path))[0] + ".json"
+
+
+def export_panels(path, panels, *, factor=None, context=None):
+    """Export one panel, or several side by side, as a PNG with a JSON beside it.
+
+    Parameters
+    ----------
+    path : str
+        Output PNG path.
+    panels : sequence of PanelArray
+        Panels from left to right.
+    factor : int, optional
+        Integer upscaling (default: :func:`default_factor` of the largest panel).
+    context : dict, optional
+        Everything else worth recording (parameters, image source, patch).
+
+    Returns
+    -------
+    tuple of str
+        The PNG and JSON paths.
+    """
+    panels = list(panels)
+    if not panels:
+        raise ValueError("panels must not be empty")
+    if factor is None:
+        factor = default_factor(max((p.array.shape[:2] for p in panels), key=max))
+    rgbs = [upscale(to_rgb(p), factor) for p in panels]
+    write_png(path, rgbs[0] if len(rgbs) == 1 else compose(rgbs))
+    payload = {
+        "png": os.path.basename(path),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "upscale_factor": int(factor),
+        "interpolation": "nearest (integer pixel replication)",
+        "panels": [
+            {
+                "name": p.name,
+                "shape": list(p.array.shape),
+                "levels": [float(v) for v in p.levels],
+                "colormap": p.colormap_name,
+                **p.metadata,
+            }
+            for p in panels
+        ],
+        "versions": versions(),
+        **(context or {}),
+    }
+    json_path = sidecar_path(path)
+    write_json(json_path, payload)
+    return path, json_path
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)

@@ -1,0 +1,219 @@
+"""The app's parameters: a small Qt-free model that validates on assignment.
+
+Views read the limits from here (so a spin box can never offer an invalid
+value) and subscribe to changes; controllers assign. An invalid assignment
+raises :class:`ValueError` naming the parameter and the value, and leaves the
+model unchanged. Parameters that depend on others (``m`` on the family and the
+patch size, ``offset`` on the patch size) are clamped when their bounds move,
+and subscribers hear about it.
+
+This module must not import Qt: the tests of the core import it freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lbdviewer import patterns
+
+FAMILIES = patterns.FAMILIES
+SOLVERS = ("biht", "primal-dual")
+SITES = ("grid", "fast")
+MODES = ("patchwise", "joint")
+FREAK_ALL_PAIRS = 903
+MAX_M_SHOWN = 4096
+PATCH_SIZE_RANGE = (8, 128)
+ITERATIONS_RANGE = (1, 5000)
+LAMBDA_RANGE = (1e-4, 100.0)
+SEED_RANGE = (0, 2**31 - 1)
+
+
+def max_measurements(family, patch_size):
+    """Largest ``m`` the app offers: the family's maximum, capped at 4096.
+
+    Beyond 4096 measurements the live views stop being useful (and the
+    dense operator gets large), so the spin box stops there.
+
+    Examples
+    --------
+    >>> max_measurements("freak", 32), max_measurements("brief", 32)
+    (903, 4096)
+    """
+    return min(MAX_M_SHOWN, patterns.max_measurements(family, patch_size))
+
+
+def min_measurements(family):
+    """Smallest ``m``: 903 for EX-FREAK (its ``m`` is fixed), 1 otherwise."""
+    return FREAK_ALL_PAIRS if family == "ex-freak" else 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Closed range of a numeric parameter and the reason for its bounds."""
+
+    low: float
+    high: float
+    reason: str = ""
+
+
+class Parameters:
+    """Every parameter of a reconstruction, validated on assignment.
+
+    Parameters
+    ----------
+    **values
+        Initial values overriding the paper's defaults (section 4.1):
+        BRIEF, 32x32 patches, M = 512, K = 40 % of the Haar coefficients,
+        grid offset 32, BIHT with 200 iterations, lambda = 0.1, binary bits.
+
+    Examples
+    --------
+    >>> p = Parameters()
+    >>> p.m = 1000
+    >>> p.family = "freak"      # m is clamped to FREAK's 903 pairs
+    >>> p.m
+    903
+    >>> p.m = 904
+    Traceback (most recent call last):
+    ...
+    ValueError: m must be between 1 and 903 for freak (the 903 FREAK pairs in their learned order), got 904
+    """
+
+    DEFAULTS = {
+        "family": "brief",
+        "patch_size": 32,
+        "m": 512,
+        "sparsity": 0.4,
+        "offset": 32,
+        "sites": "grid",
+        "mode": "patchwise",
+        "solver": "biht",
+        "iterations": 200,
+        "lam": 0.1,
+        "binary": True,
+        "seed": 0,
+    }
+
+    def __init__(self, **values):
+        unknown = set(values) - set(self.DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown parameters {sorted(unknown)}; known: {sorted(self.DEFAULTS)}")
+        object.__setattr__(self, "_values", dict(self.DEFAULTS))
+        object.__setattr__(self, "_subscribers", [])
+        for name in ("family", "patch_size", "solver", "binary"):
+            if name in values:
+                setattr(self, name, values[name])
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    # -- reading ---------------------------------------------------------------
+    def __getattr__(self, name):
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError(f"Parameters has no attribute {name!r}")
+
+    def as_dict(self):
+        """All values as a plain dict (for JSON metadata)."""
+        return dict(self._values)
+
+    def limits(self, name):
+        """The :class:`Limits` of numeric parameter ``name`` given the others."""
+        v = self._values
+        if name == "m":
+            family = v["family"]
+            reason = {
+                "brief": f"distinct point pairs in a {v['patch_size']}x{v['patch_size']} patch (at most {MAX_M_SHOWN})",
+                "freak": "the 903 FREAK pairs in their learned order",
+                "ra-freak": "43 retinal fields give 903 pairs",
+                "ex-freak": "EX-FREAK uses all 903 pairs",
+            }[family]
+            return Limits(min_measurements(family), max_measurements(family, v["patch_size"]), reason)
+        if name == "patch_size":
+            return Limits(*PATCH_SIZE_RANGE, "supported patch sides")
+        if name == "offset":
+            return Limits(1, v["patch_size"], "between 1 (dense) and the patch size (no overlap)")
+        if name == "sparsity":
+            return Limits(0.01, 1.0, "fraction K of Haar coefficients kept by BIHT")
+        if name == "iterations":
+            return Limits(*ITERATIONS_RANGE, "solver iterations")
+        if name == "lam":
+            return Limits(*LAMBDA_RANGE, "trade-off lambda of the primal-dual solver")
+        if name == "seed":
+            return Limits(*SEED_RANGE, "random seed of the pattern")
+        raise ValueError(f"name must be a numeric parameter, got {name!r}")
+
+    def allowed(self, name):
+        """The allowed choices of a categorical parameter, given the others."""
+        if name == "family":
+            return FAMILIES
+        if name == "solver":
+            return SOLVERS if self._values["binary"] else ("primal-dual",)
+        if name == "sites":
+            return SITES
+        if name == "mode":
+            return MODES
+        if name == "binary":
+            return (True, False) if self._values["solver"] != "biht" else (True,)
+        raise ValueError(f"name must be a categorical parameter, got {name!r}")
+
+    # -- writing ---------------------------------------------------------------
+    def subscribe(self, callback):
+        """Call ``callback(name, value)`` after every change of a value."""
+        self._subscribers.append(callback)
+
+    def __setattr__(self, name, value):
+        if name not in self._values:
+            raise AttributeError(f"Parameters has no parameter {name!r}")
+        value = self._checked(name, value)
+        if self._values[name] == value and type(self._values[name]) is type(value):
+            return
+        self._values[name] = value
+        changed = [name]
+        for dependent in ("m", "offset"):
+            limits = self.limits(dependent)
+            clamped = int(min(max(self._values[dependent], limits.low), limits.high))
+            if clamped != self._values[dependent]:
+                self._values[dependent] = clamped
+                changed.append(dependent)
+        for changed_name in changed:
+            for callback in list(self._subscribers):
+                callback(changed_name, self._values[changed_name])
+
+    def _checked(self, name, value):
+        if name in ("family", "solver", "sites", "mode"):
+            choices = self.allowed(name)
+            if value not in choices:
+                reason = ""
+                if name == "solver" and value == "biht":
+                    reason = " (BIHT inverts binary descriptors: switch to binary first)"
+                raise ValueError(f"{name} must be one of {choices}{reason}, got {value!r}")
+            return value
+        if name == "binary":
+            if not isinstance(value, bool):
+                raise ValueError(f"binary must be True or False, got {value!r}")
+            if value not in self.allowed("binary"):
+                raise ValueError(
+                    "binary must be True while the solver is BIHT "
+                    "(use the primal-dual solver for real-valued descriptors), got False"
+                )
+            return value
+        if name in ("sparsity", "lam"):
+            limits = self.limits(name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not limits.low <= value <= limits.high:
+                raise ValueError(f"{name} must be between {limits.low} and {limits.high}, got {value!r}")
+            return float(value)
+        if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, float) and value.is_integer()):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        value = int(value)
+        limits = self.limits(name)
+        if name == "m":
+            if not limits.low <= value <= limits.high:
+                raise ValueError(
+                    f"m must be between {limits.low} and {limits.high} for {self._values['family']} "
+                    f"({limits.reason}), got {value}"
+                )
+            return value
+        if not limits.low <= value <= limits.high:
+            raise ValueError(f"{name} must be between {limits.low} and {limits.high}, got {value}")
+        return value

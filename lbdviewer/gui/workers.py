@@ -1,0 +1,232 @@
+"""Long work on worker threads: play, pause, single step, stop, and a clean quit.
+
+A job is a generator from the core (a solver's ``steps()``, a whole-image
+progress iterator) run by a superqt ``GeneratorWorker`` on Qt's global
+thread pool. The generator is wrapped by :func:`gated`, which
+
+* waits at a :class:`RunGate` before computing each item, so a paused job
+  computes nothing, a single step computes exactly one item, and a stop ends
+  the generator at once (superqt itself only looks at its quit flag between
+  yields);
+* throttles what crosses to the main thread (at most one item per
+  ``interval`` while playing, every item while stepping, always the last one).
+
+:class:`JobRunner` owns at most one job at a time, numbers them, and drops
+late items of a job that was replaced or stopped, so slots only ever see the
+current job. Widgets are updated only in those main-thread slots.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from PyQt6.QtCore import QObject, QThreadPool, pyqtSignal
+from superqt.utils import create_worker
+
+
+class RunGate:
+    """Thread-safe play / pause / step / stop switch checked by the worker."""
+
+    def __init__(self, *, paused=False, delay=0.0):
+        self._condition = threading.Condition()
+        self._paused = paused
+        self._steps = 0
+        self._stopped = False
+        self.delay = delay
+
+    @property
+    def paused(self):
+        return self._paused
+
+    @property
+    def stopped(self):
+        return self._stopped
+
+    def pause(self):
+        with self._condition:
+            self._paused = True
+
+    def resume(self):
+        with self._condition:
+            self._paused = False
+            self._condition.notify_all()
+
+    def step(self):
+        with self._condition:
+            self._paused = True
+            self._steps += 1
+            self._condition.notify_all()
+
+    def stop(self):
+        with self._condition:
+            self._stopped = True
+            self._condition.notify_all()
+
+    def wait(self):
+        """Block until the next item may be computed; False once stopped."""
+        with self._condition:
+            if self.delay and not self._paused:
+                self._condition.wait(self.delay)
+            while self._paused and self._steps == 0 and not self._stopped:
+                self._condition.wait(0.1)
+            if self._stopped:
+                return False
+            if self._paused:
+                self._steps -= 1
+            return True
+
+
+def gated(items, gate, *, interval=0.04):
+    """Run ``items`` behind ``gate``, yielding a throttled subset of them.
+
+    Parameters
+    ----------
+    items : iterator
+        The core's generator; each ``next`` is one unit of work.
+    gate : RunGate
+        Consulted before each unit.
+    interval : float
+        Minimum seconds between two items forwarded while playing.
+
+    Yields
+    ------
+    object
+        Items of ``items``: every one while stepping, at most one per
+        ``interval`` while playing, and always the last one.
+    """
+    last_sent = 0.0
+    pending = None
+    has_pending = False
+    while gate.wait():
+        try:
+            item = next(items)
+        except StopIteration:
+            break
+        now = time.monotonic()
+        if gate.paused or now - last_sent >= interval:
+            last_sent = now
+            has_pending = False
+            yield item
+        else:
+            pending, has_pending = item, True
+    if has_pending and not gate.stopped:
+        yield pending
+
+
+class JobRunner(QObject):
+    """Runs one gated generator at a time on the thread pool.
+
+    Signals carry the job number first so a slot can tell which job spoke;
+    items of stale jobs are dropped here and never reach the slots.
+
+    Signals
+    -------
+    progressed(object)
+        A (throttled) item of the current job.
+    finished(bool)
+        The current job ended; True when it ran to completion, False when it
+        was stopped or replaced.
+    failed(str)
+        The current job raised; the message names the error.
+    """
+
+    progressed = pyqtSignal(object)
+    finished = pyqtSignal(bool)
+    failed = pyqtSignal(str)
+    state_changed = pyqtSignal(str)
+
+    def __init__(self, parent=None, *, interval=0.04):
+        super().__init__(parent)
+        self.interval = interval
+        self._job = 0
+        self._worker = None
+        self._gate = None
+        self._completed = False
+
+    @property
+    def running(self):
+        """True while a job is alive (playing or paused)."""
+        return self._worker is not None
+
+    @property
+    def paused(self):
+        return self._gate is not None and self._gate.paused
+
+    def start(self, items, *, paused=False, delay=0.0):
+        """Stop the current job (if any) and run ``items`` as a new one."""
+        self.stop()
+        self._job += 1
+        job = self._job
+        gate = RunGate(paused=paused, delay=delay)
+        worker = create_worker(gated, items, gate, interval=self.interval, _start_thread=False)
+        worker.yielded.connect(lambda item, job=job: self._on_item(job, item))
+        worker.errored.connect(lambda error, job=job: self._on_error(job, error))
+        worker.finished.connect(lambda job=job: self._on_finished(job))
+        self._worker, self._gate, self._completed = worker, gate, True
+        worker.start()
+        self.state_changed.emit("paused" if paused else "running")
+
+    def set_delay(self, seconds):
+        """Seconds to wait between two units while playing (slow motion)."""
+        if self._gate is not None:
+            self._gate.delay = seconds
+
+    def pause(self):
+        if self._gate is not None:
+            self._gate.pause()
+            self.state_changed.emit("paused")
+
+    def resume(self):
+        if self._gate is not None:
+            self._gate.resume()
+            self.state_changed.emit("running")
+
+    def toggle(self):
+        if self.paused:
+            self.resume()
+        else:
+            self.pause()
+
+    def step(self):
+        """Compute exactly one more unit, then stay paused."""
+        if self._gate is not None:
+            self._gate.step()
+            self.state_changed.emit("paused")
+
+    def stop(self):
+        """Ask the current job to end; its late items are dropped."""
+        if self._worker is None:
+            return
+        self._gate.stop()
+        self._worker.quit()
+        self._job += 1
+        self._worker = self._gate = None
+        self.finished.emit(False)
+        self.state_changed.emit("stopped")
+
+    def _on_item(self, job, item):
+        if job == self._job:
+            self.progressed.emit(item)
+
+    def _on_error(self, job, error):
+        if job == self._job:
+            self._completed = False
+            self.failed.emit(f"{type(error).__name__}: {error}")
+
+    def _on_finished(self, job):
+        if job == self._job:
+            completed = self._completed
+            self._worker = self._gate = None
+            self.finished.emit(completed)
+            self.state_changed.emit("finished" if completed else "stopped")
+
+
+def stop_all(runners, *, timeout_ms=10000):
+    """Stop ``runners`` and wait for the thread pool to drain.
+
+    Returns True when every worker thread ended within ``timeout_ms``.
+    """
+    for runner in runners:
+        runner.stop()
+    return QThreadPool.globalInstance().waitForDone(timeout_ms)

@@ -1,0 +1,236 @@
+"""Images in, PNG and JSON out, and the shipped sample images.
+
+Every image leaves :func:`load_image` as a float64 array in ``[0, 1]`` with
+shape ``(H, W)``: colour is converted to gray (ITU-R BT.601 weights, as
+OpenCV's ``cvtColor``), 16-bit data keeps its precision, and an alpha channel
+is composited over a white background. Writers go through a temporary file in
+the destination folder and :func:`os.replace`, so an interrupted run never
+leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+SAMPLE_SUFFIX = ".png"
+_GRAY_WEIGHTS = np.array([0.114, 0.587, 0.299])  # B, G, R as OpenCV stores them
+
+
+def to_gray(array, *, name="image"):
+    """Convert a decoded image array to a gray float image in ``[0, 1]``.
+
+    Parameters
+    ----------
+    array : ndarray
+        ``(H, W)``, ``(H, W, 1)``, ``(H, W, 2)`` (gray + alpha), ``(H, W, 3)``
+        (BGR) or ``(H, W, 4)`` (BGRA); unsigned integers are scaled by their
+        maximum value, floats are clipped to ``[0, 1]``, booleans map to 0/1.
+    name : str
+        What to call the array in error messages (e.g. the file name).
+
+    Returns
+    -------
+    ndarray of float64, shape (H, W)
+
+    Notes
+    -----
+    Gray is ``0.299 R + 0.587 G + 0.114 B``. With an alpha channel ``a`` the
+    result is ``a * gray + (1 - a)``: transparent pixels become white.
+
+    Examples
+    --------
+    >>> to_gray(np.array([[0, 65535]], dtype=np.uint16))
+    array([[0., 1.]])
+    >>> to_gray(np.zeros((1, 1, 4), dtype=np.uint8))  # fully transparent
+    array([[1.]])
+    """
+    array = np.asarray(array)
+    if array.dtype == bool:
+        values = array.astype(np.float64)
+    elif np.issubdtype(array.dtype, np.unsignedinteger):
+        values = array.astype(np.float64) / np.iinfo(array.dtype).max
+    elif np.issubdtype(array.dtype, np.floating):
+        values = np.clip(np.nan_to_num(array.astype(np.float64)), 0.0, 1.0)
+    else:
+        raise ValueError(f"{name}: unsupported pixel type {array.dtype}")
+    if values.ndim == 3 and values.shape[2] == 1:
+        values = values[:, :, 0]
+    if values.ndim == 2:
+        gray, alpha = values, None
+    elif values.ndim == 3 and values.shape[2] == 2:
+        gray, alpha = values[:, :, 0], values[:, :, 1]
+    elif values.ndim == 3 and values.shape[2] in (3, 4):
+        gray = values[:, :, :3] @ _GRAY_WEIGHTS
+        alpha = values[:, :, 3] if values.shape[2] == 4 else None
+    else:
+        raise ValueError(f"{name}: unsupported image shape {array.shape}")
+    if alpha is not None:
+        gray = alpha * gray + (1.0 - alpha)
+    if gray.shape[0] < 1 or gray.shape[1] < 1:
+        raise ValueError(f"{name}: empty image of shape {array.shape}")
+    return np.ascontiguousarray(np.clip(gray, 0.0, 1.0))
+
+
+def load_image(path):
+    """Read a PNG, JPEG, TIFF or BMP file as a gray float image in ``[0, 1]``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The image file.
+
+    Returns
+    -------
+    ndarray of float64, shape (H, W)
+
+    Raises
+    ------
+    ValueError
+        If the file does not exist, is not a file, or cannot be decoded; the
+        message names the file and the reason.
+
+    Examples
+    --------
+    >>> image = load_image(sample_images()["camera"])
+    >>> image.shape, image.dtype, 0.0 <= image.min() <= image.max() <= 1.0
+    ((512, 512), dtype('float64'), True)
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"image file {str(path)!r} does not exist")
+    if not path.is_file():
+        raise ValueError(f"image file {str(path)!r} is not a file")
+    data = np.fromfile(path, dtype=np.uint8)
+    if data.size == 0:
+        raise ValueError(f"image file {str(path)!r} is empty")
+    try:
+        array = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    except cv2.error as error:
+        raise ValueError(f"image file {str(path)!r} could not be decoded: {error}") from None
+    if array is None:
+        raise ValueError(
+            f"image file {str(path)!r} could not be decoded "
+            "(not a PNG, JPEG, TIFF or BMP image, or corrupt)"
+        )
+    return to_gray(array, name=f"image file {str(path)!r}")
+
+
+def _atomic_write(path, data):
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise ValueError(f"output folder {str(directory)!r} does not exist")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return path
+
+
+def to_uint8(image):
+    """Quantise a float image in ``[0, 1]`` to uint8 (values are clipped first).
+
+    Examples
+    --------
+    >>> to_uint8(np.array([[0.0, 0.5, 2.0]]))
+    array([[  0, 128, 255]], dtype=uint8)
+    """
+    return np.round(np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def save_png(path, image):
+    """Write a float image in ``[0, 1]`` as an 8-bit PNG, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination; its folder must exist.
+    image : ndarray, shape (H, W) or (H, W, 3)
+        Gray, or colour in RGB order.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        If ``image`` has another shape or the folder does not exist.
+    """
+    image = np.asarray(image)
+    if not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)):
+        raise ValueError(f"image must have shape (H, W) or (H, W, 3), got {image.shape}")
+    pixels = to_uint8(image)
+    if pixels.ndim == 3:
+        pixels = pixels[:, :, ::-1]
+    ok, encoded = cv2.imencode(".png", np.ascontiguousarray(pixels))
+    if not ok:
+        raise ValueError(f"could not encode a PNG for {str(path)!r}")
+    return _atomic_write(path, encoded.tobytes())
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def save_json(path, data):
+    """Write ``data`` as indented JSON, atomically (numpy values are converted).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    text = json.dumps(data, indent=2, sort_keys=True, default=_json_default) + "\n"
+    return _atomic_write(path, text.encode("utf-8"))
+
+
+def sample_images():
+    """The shipped sample images, as ``{name: path}``, sorted by name.
+
+    The real photographs come from :mod:`skimage.data` (licences in
+    ``resources/LICENSES.md``); the synthetic ones are made by
+    ``scripts/make_samples.py``.
+
+    Examples
+    --------
+    >>> sorted(sample_images())
+    ['astronaut', 'book-titles', 'camera', 'shapes']
+    """
+    return {path.stem: path for path in sorted(RESOURCES.glob(f"*{SAMPLE_SUFFIX}"))}
+
+
+def sample_image(name):
+    """Load a shipped sample image by name (see :func:`sample_images`).
+
+    Raises
+    ------
+    ValueError
+        If there is no sample called ``name``.
+
+    Examples
+    --------
+    >>> sample_image("shapes").shape
+    (256, 256)
+    """
+    samples = sample_images()
+    if name not in samples:
+        raise ValueError(f"name must be one of {sorted(samples)}, got {name!r}")
+    return load_image(samples[name])
