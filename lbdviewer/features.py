@@ -262,35 +262,44 @@ def load_features(path):
         version, an unknown descriptor, wrong shapes or dtypes, NaN keypoint
         values or keypoints outside the image.
     """
+    name = os.fspath(path)
     try:
-        archive = np.load(os.fspath(path), allow_pickle=False)
-    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as error:
-        raise ValueError(f"cannot read feature file {os.fspath(path)!r} (truncated or not .npz): {error}") from error
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"feature file {os.fspath(path)!r} is not an .npz archive")
+        handle = open(name, "rb")
+    except OSError as error:
+        raise ValueError(f"cannot read feature file {name!r}: {error}") from error
+    with handle:
+        try:
+            archive = np.load(handle, allow_pickle=False)
+        except (OSError, EOFError, zipfile.BadZipFile, ValueError) as error:
+            raise ValueError(f"cannot read feature file {name!r} (truncated or not .npz): {error}") from error
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError(f"feature file {name!r} is not an .npz archive")
+        try:
+            with archive as data:
+                return _read(data)
+        except (zipfile.BadZipFile, EOFError, OSError) as error:
+            raise ValueError(f"feature file {name!r} is truncated or corrupt: {error}") from error
+
+
+def _read(data):
+    if _item(data, "format", "str") != FORMAT:
+        raise ValueError(f"feature file format must be {FORMAT!r}, got {str(data['format'])!r}")
+    version = _item(data, "version", "int")
+    if version != VERSION:
+        raise ValueError(f"unsupported feature file version {version}; this lbdviewer reads {VERSION}")
     try:
-        with archive as data:
-            if _item(data, "format", "str") != FORMAT:
-                raise ValueError(f"feature file format must be {FORMAT!r}, got {str(data['format'])!r}")
-            version = _item(data, "version", "int")
-            if version != VERSION:
-                raise ValueError(f"unsupported feature file version {version}; this lbdviewer reads {VERSION}")
-            params_text = _item(data, "params", "str")
-            try:
-                params = json.loads(params_text)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"feature file params are not valid JSON: {error}") from error
-            table = _item(data, "keypoints", "array")
-            if table.dtype.kind != "f":
-                raise ValueError(f"feature file keypoints must be float, got {table.dtype}")
-            return FeatureSet(
-                descriptor=_item(data, "descriptor", "str"),
-                params=params,
-                image_shape=tuple(_item(data, "image_shape", "array").tolist()),
-                keypoints=Keypoints.from_array(table),
-                descriptors=_item(data, "descriptors", "array"),
-                n_bits=_item(data, "n_bits", "int"),
-                bitorder=_item(data, "bitorder", "str"),
-            )
-    except (zipfile.BadZipFile, EOFError, OSError) as error:
-        raise ValueError(f"feature file {os.fspath(path)!r} is truncated or corrupt: {error}") from error
+        params = json.loads(_item(data, "params", "str"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"feature file params are not valid JSON: {error}") from error
+    table = _item(data, "keypoints", "array")
+    if table.dtype.kind != "f":
+        raise ValueError(f"feature file keypoints must be float, got {table.dtype}")
+    return FeatureSet(
+        descriptor=_item(data, "descriptor", "str"),
+        params=params,
+        image_shape=tuple(_item(data, "image_shape", "array").tolist()),
+        keypoints=Keypoints.from_array(table),
+        descriptors=_item(data, "descriptors", "array"),
+        n_bits=_item(data, "n_bits", "int"),
+        bitorder=_item(data, "bitorder", "str"),
+    )

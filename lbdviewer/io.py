@@ -99,7 +99,7 @@ def load_image(path):
     Examples
     --------
     >>> image = load_image(sample_images()["camera"])
-    >>> image.shape, image.dtype, 0.0 <= image.min() <= image.max() <= 1.0
+    >>> image.shape, image.dtype, bool(0.0 <= image.min() <= image.max() <= 1.0)
     ((512, 512), dtype('float64'), True)
     """
     path = Path(path)

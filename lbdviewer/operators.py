@@ -116,12 +116,14 @@ def unpack_bits(packed, m, *, bitorder="little"):
     return (2 * bits.astype(np.int8) - 1).astype(np.int8)
 
 
-def _support(center, radius, size):
-    low = int(np.ceil(center - radius - _SUPPORT_SLACK))
-    high = int(np.floor(center + radius + _SUPPORT_SLACK))
-    if low > high:  # narrower than a pixel: read the nearest pixel
-        low = high = int(np.floor(center + 0.5))
-    return max(low, 0), min(high, size - 1)
+def _support(centers, radii, size):
+    low = np.ceil(centers - radii - _SUPPORT_SLACK).astype(np.int64)
+    high = np.floor(centers + radii + _SUPPORT_SLACK).astype(np.int64)
+    narrow = low > high  # narrower than a pixel: read the nearest pixel
+    nearest = np.floor(centers + 0.5).astype(np.int64)
+    low = np.where(narrow, nearest, low)
+    high = np.where(narrow, nearest, high)
+    return np.maximum(low, 0), np.minimum(high, size - 1)
 
 
 def field_bounds(pattern):
@@ -136,17 +138,17 @@ def field_bounds(pattern):
     """
     size = pattern.patch_size
     radii = pattern.radii if pattern.radii.ndim == 2 else np.repeat(pattern.radii[:, None], 2, axis=1)
-    bounds = np.empty((pattern.n_fields, 4), dtype=np.int64)
-    for index, ((x, y), (rx, ry)) in enumerate(zip(pattern.centers, radii)):
-        x0, x1 = _support(x, rx, size)
-        y0, y1 = _support(y, ry, size)
-        if x0 > x1 or y0 > y1:
-            raise ValueError(
-                f"field {index} of pattern {pattern.name!r} at ({x:.2f}, {y:.2f}) "
-                f"reads no pixel of the {size}x{size} patch"
-            )
-        bounds[index] = (x0, x1, y0, y1)
-    return bounds
+    x0, x1 = _support(pattern.centers[:, 0], radii[:, 0], size)
+    y0, y1 = _support(pattern.centers[:, 1], radii[:, 1], size)
+    empty = np.flatnonzero((x0 > x1) | (y0 > y1))
+    if empty.size:
+        index = int(empty[0])
+        x, y = pattern.centers[index]
+        raise ValueError(
+            f"field {index} of pattern {pattern.name!r} at ({x:.2f}, {y:.2f}) "
+            f"reads no pixel of the {size}x{size} patch"
+        )
+    return np.stack([x0, x1, y0, y1], axis=1)
 
 
 def field_kernels(pattern, kernel):
@@ -171,24 +173,21 @@ def field_kernels(pattern, kernel):
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     size = pattern.patch_size
-    rows, cols, vals = [], [], []
-    for index, (x0, x1, y0, y1) in enumerate(field_bounds(pattern)):
-        xs = np.arange(x0, x1 + 1)
-        ys = np.arange(y0, y1 + 1)
-        if kernel == "box":
-            weights = np.ones((ys.size, xs.size))
-        else:
-            cx, cy = pattern.centers[index]
-            sigma = pattern.sigmas[index]
-            weights = np.exp(-((ys[:, None] - cy) ** 2 + (xs[None, :] - cx) ** 2) / (2 * sigma**2))
-        weights /= weights.sum()
-        rows.append(np.full(weights.size, index))
-        cols.append((ys[:, None] * size + xs[None, :]).ravel())
-        vals.append(weights.ravel())
-    return sparse.csr_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(pattern.n_fields, pattern.n),
-    )
+    x0, x1, y0, y1 = field_bounds(pattern).T
+    widths = x1 - x0 + 1
+    counts = widths * (y1 - y0 + 1)
+    fields = np.repeat(np.arange(pattern.n_fields), counts)
+    local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    xs = x0[fields] + local % widths[fields]
+    ys = y0[fields] + local // widths[fields]
+    if kernel == "box":
+        weights = np.ones(fields.size)
+    else:
+        dx = xs - pattern.centers[fields, 0]
+        dy = ys - pattern.centers[fields, 1]
+        weights = np.exp(-(dx**2 + dy**2) / (2 * pattern.sigmas[fields] ** 2))
+    weights /= np.bincount(fields, weights=weights, minlength=pattern.n_fields)[fields]
+    return sparse.csr_matrix((weights, (fields, ys * size + xs)), shape=(pattern.n_fields, pattern.n))
 
 
 def pair_differences(pattern):
@@ -313,7 +312,7 @@ class DescriptorOperator:
         self._second = self.pattern.pairs[:, 1]
         self._pairs_t = self._pairs.T.tocsr().astype(dtype)
         if self.backend == "dense":
-            self._dense = np.ascontiguousarray(self.matrix().astype(dtype))
+            self._dense = (self._pairs @ self._kernels).toarray().astype(dtype)
         elif self.backend == "sparse":
             product = (self._pairs @ self._kernels).tocsr()
             self._sparse = product.astype(dtype)

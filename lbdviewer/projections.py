@@ -136,7 +136,7 @@ def project_mean_box(x, *, mean=0.5, ndim=2):
     Examples
     --------
     >>> project_mean_box([[0.0, 0.2, 2.0]], ndim=1)
-    array([[0.05, 0.25, 1.2 ]])
+    array([[0.15, 0.35, 1.  ]])
     """
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):

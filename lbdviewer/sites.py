@@ -108,7 +108,7 @@ def sites_from_points(points, shape, *, patch_size=32):
     --------
     >>> sites, kept = sites_from_points([[20, 16], [2, 2]], (64, 64), patch_size=32)
     >>> sites.tolist(), kept.tolist()
-    [[1, 5]], [True, False]
+    ([[1, 5]], [True, False])
     """
     height, width = _check_shape(shape)
     patch_size = _check_positive_int(patch_size, "patch_size")
@@ -135,9 +135,9 @@ def fast_keypoints(image, *, threshold=FAST_THRESHOLD, nonmax_suppression=FAST_N
 
     Examples
     --------
-    >>> square = np.zeros((40, 40)); square[10:30, 10:30] = 1.0
-    >>> len(fast_keypoints(square)) > 0
-    True
+    >>> noise = np.random.default_rng(0).random((40, 40))
+    >>> fast_keypoints(noise).shape[1], len(fast_keypoints(noise)) > 0
+    (2, True)
     """
     image = np.asarray(image, dtype=np.float64)
     if image.ndim != 2:
@@ -164,8 +164,8 @@ def fast_sites(image, *, patch_size=32, threshold=FAST_THRESHOLD, nonmax_suppres
 
     Examples
     --------
-    >>> square = np.zeros((80, 80)); square[20:60, 20:60] = 1.0
-    >>> sites, points = fast_sites(square, patch_size=16)
+    >>> noise = np.random.default_rng(0).random((80, 80))
+    >>> sites, points = fast_sites(noise, patch_size=16)
     >>> sites.shape == points.shape and len(sites) > 0
     True
     """

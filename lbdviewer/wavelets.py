@@ -8,7 +8,7 @@ into a low-pass (coarse) half and a high-pass (detail) half. A pair of samples
 no partner: it passes to the coarse half unchanged. Every level is therefore an
 orthogonal map, and so is the whole transform: ``W^T W = W W^T = I`` for every
 shape, not only powers of two. Levels continue until the coarse block is
-``1 x 1``; the single coarse coefficient is ``sqrt(N)`` times the mean.
+``1 x 1``; for power-of-two sides that coefficient is ``sqrt(N)`` times the mean.
 
 For square power-of-two shapes the coefficients are, up to sign, those of
 ``pywt.wavedec2(x, "haar", mode="periodization")`` laid out by

@@ -1,16 +1,5 @@
-"""The lbdviewer desktop app (Qt lives only in this package).
+"""The lbdviewer desktop app; Qt lives only in this package.
 
-Importing :mod:`lbdviewer.gui` selects PyQt6 for qtpy (which superqt goes
-through) and imports PyQt6 before pyqtgraph and superqt, so that every Qt
-binding in the process is the same one. Images are shown row-major, as the
-core stores them.
+Importing the package itself loads no Qt (so :mod:`lbdviewer.gui.model` stays
+Qt-free); every Qt module here imports :mod:`lbdviewer.gui.qt` first.
 """
-
-import os
-
-os.environ.setdefault("QT_API", "pyqt6")
-
-import PyQt6.QtCore  # noqa: E402,F401  (import the binding before pyqtgraph/superqt)
-import pyqtgraph as pg  # noqa: E402
-
-pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)

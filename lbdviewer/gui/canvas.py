@@ -9,6 +9,8 @@ convention (pixel centres at integers) is drawn at ``(x + 0.5, y + 0.5)``.
 
 from __future__ import annotations
 
+import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+
 import numpy as np
 import pyqtgraph as pg
 from PyQt6.QtCore import Qt
@@ -127,12 +129,12 @@ class PatchCanvas(ImageCanvas):
     with a dark outline so they read on bright and dark patches alike.
     """
 
-    PAIR_COLOUR = (255, 170, 0, 150)
-    FIELD_COLOUR = (0, 230, 255, 220)
+    PAIR_COLOUR = (255, 170, 0, 170)
+    FIELD_COLOUR = (0, 230, 255, 120)
 
     def __init__(self, title, parent=None):
         super().__init__(title, parent=parent)
-        shadow = pg.mkPen((0, 0, 0, 140), width=3.0)
+        shadow = pg.mkPen((0, 0, 0, 90), width=2.5)
         shadow.setCosmetic(True)
         self.pairs_shadow = pg.PlotDataItem(connect="pairs", pen=shadow)
         self.pairs_item = pg.PlotDataItem(connect="pairs", pen=pg.mkPen(self.PAIR_COLOUR, width=1.2))

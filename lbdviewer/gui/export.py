@@ -9,6 +9,8 @@ the same stem records every parameter and the library versions.
 
 from __future__ import annotations
 
+import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+
 import datetime
 import json
 import os

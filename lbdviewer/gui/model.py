@@ -19,7 +19,7 @@ from lbdviewer import patterns
 FAMILIES = patterns.FAMILIES
 SOLVERS = ("biht", "primal-dual")
 SITES = ("grid", "fast")
-MODES = ("patchwise", "joint")
+MODES = ("patches", "joint")
 FREAK_ALL_PAIRS = 903
 MAX_M_SHOWN = 4096
 PATCH_SIZE_RANGE = (8, 128)
@@ -86,7 +86,7 @@ class Parameters:
         "sparsity": 0.4,
         "offset": 32,
         "sites": "grid",
-        "mode": "patchwise",
+        "mode": "patches",
         "solver": "biht",
         "iterations": 200,
         "lam": 0.1,

@@ -6,6 +6,8 @@ Panels only display and forward user intent as signals; the main window
 
 from __future__ import annotations
 
+import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+
 import numpy as np
 import pyqtgraph as pg
 from PyQt6.QtCore import QRectF, Qt, pyqtSignal
@@ -46,16 +48,26 @@ class SourceView(ImageCanvas):
                               hoverPen=pg.mkPen((255, 200, 0), width=3), movable=True,
                               resizable=False, rotatable=False, removable=False,
                               translateSnap=True, snapSize=1.0)
-        for handle in list(self.roi.getHandles()):
-            self.roi.removeHandle(handle)
         self.roi.setZValue(20)
         self.roi.setToolTip("Drag the patch; the pattern, the patch view and the live reconstruction follow")
         self.view.addItem(self.roi)
+        for handle in list(self.roi.getHandles()):  # fixed size: remove the scale handle (once in a scene)
+            self.roi.removeHandle(handle)
         self.sites_item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(SITE_COLOUR), pxMode=True)
         self.sites_item.setZValue(5)
         self.view.addItem(self.sites_item)
+        self.keypoints_item = pg.ScatterPlotItem(pxMode=False, brush=None, pen=pg.mkPen((255, 200, 0), width=1.5))
+        self.keypoints_item.setZValue(6)
+        self.view.addItem(self.keypoints_item)
         self.roi.sigRegionChanged.connect(self._on_roi_changed)
         self._last = None
+
+    def set_keypoints(self, x, y=None, size=None):
+        """Draw keypoints as circles of their diameter ``size`` (None clears)."""
+        if x is None:
+            self.keypoints_item.setData([], [])
+            return
+        self.keypoints_item.setData(np.asarray(x) + 0.5, np.asarray(y) + 0.5, size=np.maximum(np.asarray(size), 2.0))
 
     def set_image(self, image, title):
         """Show ``image`` and keep the patch selector inside it."""
@@ -183,7 +195,7 @@ class LivePanel(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.estimate = ImageCanvas("Live reconstruction")
+        self.estimate = ImageCanvas("Live estimate")
         self.objective_plot = pg.PlotWidget()
         self.consistency_plot = pg.PlotWidget()
         for plot, title, label in ((self.objective_plot, "Objective", "objective"),
@@ -207,6 +219,7 @@ class LivePanel(QWidget):
         self.delay = QSpinBox()
         self.delay.setRange(0, 500)
         self.delay.setSuffix(" ms/it")
+        self.delay.setPrefix("delay ")
         self.delay.setToolTip("Slow motion: wait this long between iterations while playing")
         self.play_button.clicked.connect(self.play_clicked)
         self.step_button.clicked.connect(self.step_clicked)
@@ -216,7 +229,6 @@ class LivePanel(QWidget):
         buttons = QHBoxLayout()
         for widget in (self.play_button, self.step_button, self.stop_button):
             buttons.addWidget(widget)
-        buttons.addWidget(QLabel("delay"))
         buttons.addWidget(self.delay)
         buttons.addStretch(1)
         buttons.addWidget(self.iteration_label)
@@ -276,7 +288,7 @@ class WholeImagePanel(QWidget):
         self.progress.setRange(0, 100)
         self.progress.setValue(0)
         self.progress.setFormat("%p%")
-        self.edges_box = QCheckBox("Canny edges of the original")
+        self.edges_box = QCheckBox("Edges of the original")
         self.edges_box.setToolTip("Overlay the edges of the original on the reconstruction (as in the paper's Fig. 7)")
         self.metrics_label = QLabel("")
         self.run_button.clicked.connect(self.run_clicked)
@@ -287,8 +299,10 @@ class WholeImagePanel(QWidget):
         controls.addWidget(self.run_button)
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
-        controls.addWidget(self.edges_box)
-        controls.addWidget(self.metrics_label)
+        details = QHBoxLayout()
+        details.addWidget(self.edges_box)
+        details.addStretch(1)
+        details.addWidget(self.metrics_label)
         views = QHBoxLayout()
         views.addWidget(self.original)
         views.addWidget(self.result)
@@ -296,6 +310,7 @@ class WholeImagePanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(views, 1)
         layout.addLayout(controls)
+        layout.addLayout(details)
 
     def set_running(self, running):
         self.run_button.setEnabled(not running)

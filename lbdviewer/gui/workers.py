@@ -18,6 +18,8 @@ current job. Widgets are updated only in those main-thread slots.
 
 from __future__ import annotations
 
+import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+
 import threading
 import time
 
@@ -39,13 +41,10 @@ class RunGate:
     def paused(self):
         return self._paused
 
-    @property
-    def stopped(self):
-        return self._stopped
-
     def pause(self):
         with self._condition:
             self._paused = True
+            self._condition.notify_all()
 
     def resume(self):
         with self._condition:
@@ -63,18 +62,28 @@ class RunGate:
             self._stopped = True
             self._condition.notify_all()
 
-    def wait(self):
-        """Block until the next item may be computed; False once stopped."""
+    def acquire(self, timeout=0.1):
+        """May the next unit be computed? ``"go"``, ``"stop"``, or ``"wait"``.
+
+        ``"wait"`` comes back after at most ``timeout`` seconds (or sooner, on
+        any change), so the caller can flush what it holds and ask again. A
+        single step is consumed by the ``"go"`` it produces.
+        """
         with self._condition:
-            if self.delay and not self._paused:
-                self._condition.wait(self.delay)
-            while self._paused and self._steps == 0 and not self._stopped:
-                self._condition.wait(0.1)
             if self._stopped:
-                return False
-            if self._paused:
+                return "stop"
+            if not self._paused:
+                return "go"
+            if self._steps:
                 self._steps -= 1
-            return True
+                return "go"
+            self._condition.wait(timeout)
+            return "wait"
+
+    def rest(self, seconds):
+        """Sleep ``seconds`` unless paused, stepped or stopped meanwhile."""
+        with self._condition:
+            self._condition.wait(seconds)
 
 
 def gated(items, gate, *, interval=0.04):
@@ -98,19 +107,32 @@ def gated(items, gate, *, interval=0.04):
     last_sent = 0.0
     pending = None
     has_pending = False
-    while gate.wait():
+    rested = False
+    while True:
+        status = gate.acquire()
+        if status == "stop":
+            return
+        if status == "wait":
+            if has_pending:  # paused: show the last unit computed before the pause
+                last_sent, has_pending = time.monotonic(), False
+                yield pending
+            continue
+        if gate.delay and not gate.paused and not rested:
+            gate.rest(gate.delay)
+            rested = True
+            continue
+        rested = False
         try:
             item = next(items)
         except StopIteration:
             break
         now = time.monotonic()
         if gate.paused or now - last_sent >= interval:
-            last_sent = now
-            has_pending = False
+            last_sent, has_pending = now, False
             yield item
         else:
             pending, has_pending = item, True
-    if has_pending and not gate.stopped:
+    if has_pending:
         yield pending
 
 

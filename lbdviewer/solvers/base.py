@@ -22,6 +22,7 @@ Three execution paths compute the same iterations:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -31,6 +32,8 @@ from ..projections import check_constraint, project
 from ..wavelets import HaarTransform
 
 TRANSFORMS = ("haar", None)
+PARALLEL_MIN_ROWS = 16
+_POOLS = {}  # thread pools of the fused path, by size
 
 
 @dataclass(frozen=True)
@@ -139,24 +142,8 @@ def resolve_transform(transform, domain_shape):
 
 
 def tie_positive_of(operator):
-    """Bit given to an exact tie: ``operator.pattern.tie_positive`` or False."""
+    """Bit given to a tie: ``operator.pattern.tie_positive`` if present, else False."""
     return bool(getattr(getattr(operator, "pattern", None), "tie_positive", False))
-
-
-def signs(values, *, tie_positive=False, atol=1e-6):
-    """Signs in {-1, +1} as int8; ``|v| <= atol`` is a tie and gets ``tie_positive``.
-
-    Same rule as :func:`lbdviewer.operators.sign_with_ties`.
-
-    Examples
-    --------
-    >>> signs([0.5, -0.5, 0.0])
-    array([ 1, -1, -1], dtype=int8)
-    """
-    values = np.asarray(values)
-    out = np.where(values > 0, 1, -1).astype(np.int8)
-    out[np.abs(values) <= atol] = 1 if tie_positive else -1
-    return out
 
 
 def flat_start(constraint, n_rows, n, dtype):
@@ -196,6 +183,26 @@ def operator_norm(operator, domain_shape, *, iterations=100, rng=0):
             return 0.0
         v = w / value
     return float(np.sqrt(value))
+
+
+def run_rows(kernel, active, *args):
+    """Call ``kernel(rows, *args)`` on the active rows, split over threads if worthwhile.
+
+    The kernels are serial ``nogil`` numba functions; a thread pool of
+    ``numba.get_num_threads()`` workers shares big batches in small chunks (rows
+    stop at different iterations). Small batches run in the calling thread.
+    """
+    rows = np.flatnonzero(active).astype(np.int64)
+    n_threads = numba.get_num_threads()
+    if rows.size < PARALLEL_MIN_ROWS or n_threads < 2:
+        kernel(rows, *args)
+        return
+    if n_threads not in _POOLS:
+        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="lbdviewer-solver")
+    pool = _POOLS[n_threads]
+    chunks = np.array_split(rows, min(rows.size, 8 * n_threads))
+    for future in [pool.submit(kernel, chunk, *args) for chunk in chunks]:
+        future.result()
 
 
 # --- fused path: sparse factors of L and per-patch numba kernels -------------------
@@ -290,6 +297,35 @@ def keep_largest(c, k):
 
 
 @numba.njit(cache=True)
+def _select_inplace(values, kth):
+    """The ``kth`` smallest entry of ``values`` (reordered in place): quickselect."""
+    lo = 0
+    hi = values.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        a, b, c = values[lo], values[mid], values[hi]
+        pivot = max(min(a, b), min(max(a, b), c))
+        i = lo
+        j = hi
+        while i <= j:
+            while values[i] < pivot:
+                i += 1
+            while values[j] > pivot:
+                j -= 1
+            if i <= j:
+                values[i], values[j] = values[j], values[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j
+        elif kth >= i:
+            lo = i
+        else:
+            break
+    return values[kth]
+
+
+@numba.njit(cache=True)
 def keep_largest_inplace(c, k, magnitude):
     """In-place :func:`keep_largest` of one flat vector (``magnitude`` is scratch)."""
     n = c.shape[0]
@@ -297,7 +333,7 @@ def keep_largest_inplace(c, k, magnitude):
         return
     for j in range(n):
         magnitude[j] = abs(c[j])
-    threshold = np.partition(magnitude, n - k)[n - k]
+    threshold = _select_inplace(magnitude, n - k)
     n_above = 0
     for j in range(n):
         if abs(c[j]) > threshold:

@@ -1,0 +1,155 @@
+"""Model of OpenCV contrib's BRIEF (``cv2.xfeatures2d.BriefDescriptorExtractor``).
+
+Each bit compares two 9x9 box sums of the (unsmoothed) 8-bit image, read from
+an integral image around the keypoint rounded as ``floor(x + 0.5)``:
+
+.. math:: \\mathrm{bit}_k = [\\, S(c + q_k) > S(c + p_k) \\,],\\qquad
+          S(u) = \\sum_{|d_x| \\le 4,\\ |d_y| \\le 4} I(u + d)
+
+(OpenCV's test reads ``S(p) < S(q)``; our pair is ``(q, p)``, strict). Bits
+are packed most significant first. Offsets lie within 24 pixels of the
+keypoint; keypoints within 28 pixels of the border are dropped. The offset
+table is recovered by calibration (:mod:`lbdviewer.calibration`), not copied.
+Only ``use_orientation=False`` (the default) is modelled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
+from lbdviewer.features import Keypoints
+from lbdviewer.library_models import KeypointPattern, LibraryModel, to_uint8
+from lbdviewer.patterns.base import Pattern
+
+BOX_RADIUS = 4
+REACH = 24
+BYTES = (16, 32, 64)
+
+
+def _cv2():
+    import cv2
+
+    return cv2
+
+
+def box_sums(image):
+    """9x9 box sums of a uint8 image (reflect-101 outside), as float64."""
+    cv2 = _cv2()
+    return cv2.boxFilter(np.asarray(image, dtype=np.float64), -1, (9, 9), normalize=False,
+                         borderType=cv2.BORDER_REFLECT_101)
+
+
+def _extractor(n_bytes):
+    return _cv2().xfeatures2d.BriefDescriptorExtractor_create(n_bytes, False)
+
+
+def brief_offset_pairs(*, n_bytes=32):
+    """The box-centre offsets of each bit, calibrated against the installed OpenCV.
+
+    Returns
+    -------
+    ndarray of int, shape (8 * n_bytes, 2, 2)
+        ``out[k] = [[xq, yq], [xp, yp]]``: bit ``k`` (in unpacked
+        most-significant-first order) is ``S(c + q) > S(c + p)``.
+    """
+    cv2 = _cv2()
+    margin = REACH + BOX_RADIUS + 2
+
+    def describe(image, centers):
+        kps = Keypoints(centers[:, 0], centers[:, 1]).to_cv()
+        out_kps, desc = _extractor(n_bytes).compute(image, kps)
+        if len(out_kps) != len(centers):
+            raise RuntimeError(f"BRIEF dropped {len(centers) - len(out_kps)} calibration keypoints")
+        order = np.argsort([k.class_id for k in out_kps])
+        return np.unpackbits(desc[order], axis=1, bitorder="big").astype(bool)
+
+    def compute():
+        table = calibrate_point_pairs(describe, box_sums, radius=REACH, margin=margin, n_images=2, size=200,
+                                      step=2, rng=1, candidates=16)
+        return {"pairs": table}
+
+    key = cache_key("opencv-brief", cv2.__version__, ("bytes", n_bytes))
+    return cached_arrays(key, compute)["pairs"].astype(np.int64)
+
+
+class Model(LibraryModel):
+    """OpenCV contrib BRIEF with ``n_bytes`` of 16, 32 or 64.
+
+    Examples
+    --------
+    >>> Model(n_bytes=64).n_bits
+    512
+    """
+
+    name = "opencv-brief"
+    bitorder = "big"
+    tie_positive = False
+
+    def __init__(self, *, n_bytes=32):
+        if n_bytes not in BYTES:
+            raise ValueError(f"n_bytes must be one of {BYTES}, got {n_bytes!r}")
+        self.n_bytes = int(n_bytes)
+        self.n_bits = 8 * self.n_bytes
+        self._pairs = None
+
+    def params(self):
+        """Parameters as a JSON-ready dict."""
+        return {"n_bytes": self.n_bytes}
+
+    @staticmethod
+    def library_version():
+        return f"opencv-contrib {_cv2().__version__}"
+
+    @property
+    def offset_pairs(self):
+        """Calibrated table, see :func:`brief_offset_pairs`."""
+        if self._pairs is None:
+            self._pairs = brief_offset_pairs(n_bytes=self.n_bytes)
+        return self._pairs
+
+    def _run_library(self, image, keypoints):
+        kps, desc = _extractor(self.n_bytes).compute(to_uint8(image), keypoints.to_cv())
+        if desc is None:
+            desc = np.zeros((0, self.n_bytes), dtype=np.uint8)
+        index = np.array([k.class_id for k in kps], dtype=np.int64)
+        order = np.argsort(index, kind="stable")
+        bits = np.unpackbits(desc[order], axis=1, bitorder="big").astype(np.int8) * 2 - 1
+        return keypoints.take(index[order]), bits, index[order]
+
+    @staticmethod
+    def _centers(keypoints):
+        cx = np.floor(keypoints.x.astype(np.float32).astype(np.float64) + 0.5).astype(np.int64)
+        cy = np.floor(keypoints.y.astype(np.float32).astype(np.float64) + 0.5).astype(np.int64)
+        return cx, cy
+
+    def source_images(self, image):
+        """The gray image in ``[0, 1]`` (fields are the 9x9 boxes)."""
+        return [to_uint8(image) / 255.0]
+
+    def sampled_images(self, image):
+        """9x9 box means of the image (what BRIEF compares, up to the factor 81)."""
+        return [box_sums(to_uint8(image)) / (81 * 255.0)]
+
+    def model_bits(self, image, keypoints):
+        """BRIEF's bits recomputed with our code: ``{-1, +1}``, shape (K, n_bits)."""
+        sums = np.pad(box_sums(to_uint8(image)), REACH, mode="reflect")
+        cx, cy = self._centers(keypoints)
+        table = self.offset_pairs
+        first = sums[cy[:, None] + table[None, :, 0, 1] + REACH, cx[:, None] + table[None, :, 0, 0] + REACH]
+        second = sums[cy[:, None] + table[None, :, 1, 1] + REACH, cx[:, None] + table[None, :, 1, 0] + REACH]
+        return np.where(first > second, 1, -1).astype(np.int8)
+
+    def keypoint_patterns(self, keypoints, *, fold_smoothing=True):
+        """Each keypoint's pattern: 9x9 box fields (or single pixels of the box-mean image)."""
+        radius = BOX_RADIUS if fold_smoothing else 0
+        half = REACH + radius
+        size = 2 * half + 1
+        unique, inverse = np.unique(self.offset_pairs.reshape(-1, 2), axis=0, return_inverse=True)
+        pattern = Pattern(
+            "opencv-brief", size, unique + half, np.full(len(unique), max(radius, 1.0)),
+            np.full(len(unique), float(radius)), inverse.reshape(-1, 2), kernel="box",
+            tie_positive=False, params=tuple(self.params().items()),
+        )
+        cx, cy = self._centers(keypoints)
+        return [KeypointPattern(pattern, 0, (int(y) - half, int(x) - half), 1.0) for x, y in zip(cx, cy)]

@@ -1,0 +1,11 @@
+"""Batched reconstruction solvers that yield a snapshot after every iteration.
+
+:class:`BIHT` inverts binary descriptors (Alg. 2 of the paper),
+:class:`PrimalDualL1` real-valued or binary ones (Alg. 1).
+"""
+
+from .base import SolverState
+from .biht import BIHT, reference_biht
+from .primal_dual import PrimalDualL1, reference_primal_dual
+
+__all__ = ["BIHT", "PrimalDualL1", "SolverState", "reference_biht", "reference_primal_dual"]

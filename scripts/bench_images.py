@@ -1,0 +1,117 @@
+"""Whole-image reconstruction benchmark: seconds and peak memory per row.
+
+Rows: the 512x512 ``camera`` sample, 32x32 patches, M = 512 binary BIHT,
+offsets 32, 8 and 1 (``--offsets``), patchwise and joint, BRIEF and FREAK,
+with the library's default iterations (200 per patch, 300 joint). Each row
+runs in its own subprocess, so ``peak_rss_mb`` (``ru_maxrss`` of that
+process) is the row's own peak; ``setup_rss_mb`` is the resident size after
+imports, loading and describing, before the solve. Rows are printed as they
+complete (offset 1 means one patch per pixel: ~230 000 patches, minutes per row).
+
+The reference rows run the offset-32 patchwise solve again with the slow,
+obviously-correct path (dense ``(M, N)`` matrix operator, generic batched
+BIHT) and give its time as a ratio to the default path.
+
+Usage: ``python scripts/bench_images.py [--quick] [--offsets 32 8 1] [--json OUT.json]``
+(``--quick``: a 128x128 crop, offsets 32 and 8, 20 iterations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+QUICK_CROP = (192, 192, 128)
+
+
+def _rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_row(spec):
+    """Run one row in this process and return its measurements (a dict)."""
+    from lbdviewer.io import sample_image
+    from lbdviewer.metrics import correlation
+    from lbdviewer.operators import DescriptorOperator, unpack_bits
+    from lbdviewer.patterns import make_pattern
+    from lbdviewer.reconstruct import average_patches, describe_sites, reconstruct_image
+    from lbdviewer.sites import grid_sites
+    from lbdviewer.solvers import BIHT
+
+    image = sample_image(spec["image"])
+    if spec["crop"]:
+        top, left, side = spec["crop"]
+        image = image[top:top + side, left:left + side]
+    pattern = make_pattern(spec["descriptor"], patch_size=32, m=512)
+    sites = grid_sites(image.shape, patch_size=32, offset=spec["offset"])
+    bits = describe_sites(image, sites, pattern)
+    setup = _rss_mb()
+    started = time.perf_counter()
+    if spec["mode"] == "reference":
+        state = BIHT(DescriptorOperator(pattern, backend="dense"), unpack_bits(bits, pattern.m),
+                     iterations=spec["iterations"] or 200, backend="batched").run()
+        estimate, counts = average_patches(state.x, sites, image.shape)
+        covered = counts > 0
+    else:
+        result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=spec["mode"], method="biht",
+                                   iterations=spec["iterations"])
+        estimate, covered = result.image, result.covered
+    seconds = time.perf_counter() - started
+    return {**spec, "shape": list(image.shape), "sites": int(len(sites)), "seconds": round(seconds, 2),
+            "setup_rss_mb": round(setup, 1), "peak_rss_mb": round(_rss_mb(), 1),
+            "correlation": round(correlation(image, estimate, mask=covered), 4)}
+
+
+def _spawn(spec):
+    command = [sys.executable, __file__, "--row", json.dumps(spec)]
+    completed = subprocess.run(command, capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(f"row {spec} failed:\n{completed.stderr}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="128x128 crop, offsets 32 and 8, 20 iterations")
+    parser.add_argument("--offsets", type=int, nargs="+", default=None, help="grid offsets (default 32 8 1)")
+    parser.add_argument("--json", metavar="OUT.json", help="also write all rows to this file")
+    parser.add_argument("--row", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.row:
+        print(json.dumps(run_row(json.loads(args.row))))
+        return 0
+    offsets = args.offsets or ([32, 8] if args.quick else [32, 8, 1])
+    base = {"image": "camera", "crop": list(QUICK_CROP) if args.quick else None,
+            "iterations": 20 if args.quick else None}
+    specs = [{**base, "offset": offset, "descriptor": family, "mode": mode}
+             for offset in offsets for family in ("brief", "freak") for mode in ("patches", "joint")]
+    rows = []
+    header = f"{'offset':>6} {'descriptor':10} {'mode':9} {'sites':>7} {'seconds':>8} {'peak MB':>8} {'corr':>6}"
+    print(header, flush=True)
+    for spec in specs:
+        row = _spawn(spec)
+        rows.append(row)
+        print(f"{row['offset']:>6} {row['descriptor']:10} {row['mode']:9} {row['sites']:>7} {row['seconds']:>8.2f} "
+              f"{row['peak_rss_mb']:>8.1f} {row['correlation']:>6.3f}", flush=True)
+    for family in ("brief", "freak"):
+        reference = _spawn({**base, "offset": 32, "descriptor": family, "mode": "reference"})
+        fast = next((r for r in rows if r["offset"] == 32 and r["descriptor"] == family and r["mode"] == "patches"),
+                    None) or _spawn({**base, "offset": 32, "descriptor": family, "mode": "patches"})
+        reference["ratio_to_default"] = round(reference["seconds"] / max(fast["seconds"], 1e-9), 2)
+        rows.append(reference)
+        print(f"{32:>6} {family:10} {'dense ref':9} {reference['sites']:>7} {reference['seconds']:>8.2f} "
+              f"{reference['peak_rss_mb']:>8.1f} {reference['correlation']:>6.3f}  "
+              f"= {reference['ratio_to_default']}x the default patchwise time", flush=True)
+    if args.json:
+        from lbdviewer.io import save_json
+
+        save_json(args.json, {"rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""The Qt-free parameter model: validation on assignment, dependent limits, notifications."""
+
+import subprocess
+import sys
+
+import pytest
+
+from lbdviewer.gui.model import Parameters
+
+
+def test_defaults_are_the_papers():
+    p = Parameters()
+    assert (p.family, p.patch_size, p.m, p.sparsity, p.solver, p.iterations, p.lam, p.binary) == (
+        "brief", 32, 512, 0.4, "biht", 200, 0.1, True)
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("m", 0, "m must be between 1 and 4096"),
+    ("patch_size", 200, "patch_size must be between 8 and 128, got 200"),
+    ("family", "sift", "family must be one of"),
+    ("offset", 33, "offset must be between 1 and 32, got 33"),
+    ("sparsity", 1.5, "sparsity must be between"),
+    ("iterations", 2.5, "iterations must be an integer, got 2.5"),
+    ("binary", False, "binary must be True while the solver is BIHT"),
+])
+def test_invalid_assignments_are_refused_and_leave_the_model_unchanged(name, value, message):
+    p = Parameters()
+    before = p.as_dict()
+    with pytest.raises(ValueError, match=message):
+        setattr(p, name, value)
+    assert p.as_dict() == before
+
+
+def test_dependent_parameters_are_clamped_and_announced():
+    p = Parameters(m=2000)
+    heard = []
+    p.subscribe(lambda name, value: heard.append((name, value)))
+    p.family = "ra-freak"
+    assert p.m == 903 and heard == [("family", "ra-freak"), ("m", 903)]
+    p.patch_size = 16
+    assert p.offset == 16 and ("offset", 16) in heard
+    p.family = "ex-freak"
+    assert p.limits("m").low == p.limits("m").high == 903
+
+
+def test_biht_and_real_values_exclude_each_other():
+    p = Parameters()
+    assert p.allowed("binary") == (True,)
+    p.solver = "primal-dual"
+    p.binary = False
+    assert p.allowed("solver") == ("primal-dual",)
+    with pytest.raises(ValueError, match="switch to binary first"):
+        p.solver = "biht"
+
+
+def test_model_does_not_import_qt():
+    code = "import sys, lbdviewer.gui.model; print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

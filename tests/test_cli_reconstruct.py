@@ -1,0 +1,27 @@
+import json
+
+import numpy as np
+
+from lbdviewer.cli import main
+from lbdviewer.io import load_image, save_png
+
+
+def test_reconstruct_end_to_end_writes_png_and_metrics(tmp_path):
+    image = np.zeros((40, 40)); image[10:30, 10:30] = 0.8
+    save_png(tmp_path / "in.png", image)
+    status = main(["reconstruct", str(tmp_path / "in.png"), "-o", str(tmp_path / "out.png"), "--patch-size", "16",
+                   "--m", "64", "--offset", "8", "--iterations", "20", "--metrics", str(tmp_path / "m.json"),
+                   "--quiet"])
+    assert status == 0
+    assert load_image(tmp_path / "out.png").shape == (40, 40)
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    for key in ("bit_consistency", "correlation", "psnr", "ssim", "orientation_error_deg", "seconds", "sites"):
+        assert key in metrics
+    assert metrics["parameters"]["mode"] == "joint" and metrics["sites"] == 16
+
+
+def test_bad_image_file_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "bad.png").write_bytes(b"nope")
+    assert main(["reconstruct", str(tmp_path / "bad.png"), "-o", str(tmp_path / "out.png")]) == 2
+    assert "bad.png" in capsys.readouterr().err
+    assert not (tmp_path / "out.png").exists()

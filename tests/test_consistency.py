@@ -1,0 +1,112 @@
+import threading
+
+import numpy as np
+import pytest
+
+from lbdviewer.joint import JointOperator
+from lbdviewer.operators import sign_with_ties
+from lbdviewer.patterns import Pattern, make_pattern
+from lbdviewer.reconstruct import describe_sites, pair_separations, reconstruct_image
+from lbdviewer.sites import grid_sites
+from lbdviewer.solvers.consistency import SignConsistency, smoothed_total_variation
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    image = np.clip(np.cumsum(rng.normal(size=(40, 40)), axis=1) / 20 + 0.5, 0, 1)
+    sites = grid_sites(image.shape, patch_size=16, offset=8)
+    op = JointOperator(image.shape, sites, make_pattern("brief", patch_size=16, m=128))
+    return image, op, sign_with_ties(op.forward(image), atol=1e-6)
+
+
+def test_objective_decreases_and_bits_become_consistent(problem):
+    _, op, bits = problem
+    states = list(SignConsistency(op, bits, smoothness=0.0, iterations=80).steps())
+    assert states[-1].finished and not any(s.finished for s in states[:-1])
+    assert [s.iteration for s in states] == list(range(1, len(states) + 1))
+    objectives = np.array([s.objective[0] for s in states])
+    assert objectives[-1] < 1e-3 * objectives[0]
+    assert states[-1].bit_consistency[0] > 0.99 > states[0].bit_consistency[0]
+    x = states[-1].x[0]
+    assert x.min() >= 0 and x.max() <= 1
+    with pytest.raises(ValueError):
+        x[0, 0] = 0.3
+
+
+def test_total_variation_gradient_matches_finite_differences():
+    x = np.random.default_rng(1).random((5, 6))
+    value, grad = smoothed_total_variation(x, 0.1)
+    step = 1e-6
+    for index in [(0, 0), (2, 3), (4, 5)]:
+        bumped = x.copy()
+        bumped[index] += step
+        assert np.isclose((smoothed_total_variation(bumped, 0.1)[0] - value) / step, grad[index], atol=1e-4)
+
+
+def test_flat_image_with_tie_bits_stays_flat():
+    image = np.full((32, 32), 0.3)
+    sites = grid_sites(image.shape, patch_size=16, offset=8)
+    op = JointOperator(image.shape, sites, make_pattern("brief", patch_size=16, m=64))
+    bits = sign_with_ties(op.forward(image), atol=1e-6)
+    assert np.all(bits == -1)
+    state = SignConsistency(op, bits, iterations=20).run()
+    assert np.ptp(state.x[0]) < 1e-6 and state.bit_consistency[0] == 1.0
+
+
+def test_closing_the_generator_stops_the_solver_thread(problem):
+    _, op, bits = problem
+    before = threading.active_count()
+    steps = SignConsistency(op, bits, iterations=500).steps()
+    first = next(steps)
+    assert first.iteration == 1 and threading.active_count() == before + 1
+    steps.close()
+    assert threading.active_count() == before
+
+
+def test_run_equals_last_step(problem):
+    _, op, bits = problem
+    last = list(SignConsistency(op, bits, iterations=15).steps())[-1]
+    assert np.array_equal(SignConsistency(op, bits, iterations=15).run().x, last.x)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"margin": -1.0}, "margin must be non-negative"),
+        ({"smoothness": -1.0}, "smoothness must be non-negative"),
+        ({"iterations": 0}, "iterations must be a positive integer, got 0"),
+    ],
+)
+def test_bad_parameters_are_named(problem, kwargs, message):
+    _, op, bits = problem
+    with pytest.raises(ValueError, match=message):
+        SignConsistency(op, bits, **kwargs)
+
+
+def test_bits_of_the_wrong_shape_are_refused(problem):
+    _, op, bits = problem
+    with pytest.raises(ValueError, match=r"bits must have shape \(16, 128\), got \(16, 127\)"):
+        SignConsistency(op, bits[:, :-1])
+
+
+def test_pair_separations_are_field_distances():
+    pattern = Pattern("toy", 8, [[1, 1], [4, 5], [1, 5]], [1, 1, 1], [1, 1, 1], [[0, 1], [2, 0]])
+    op = JointOperator((8, 16), [[0, 0], [0, 8]], pattern)
+    assert np.allclose(pair_separations(op), [[5.0, 4.0], [5.0, 4.0]])
+
+
+def test_joint_default_is_sign_consistency_and_beats_averaging():
+    rng = np.random.default_rng(3)
+    image = np.kron(rng.random((6, 6)), np.ones((8, 8)))
+    image = np.clip(image + 0.02 * rng.normal(size=image.shape), 0, 1)
+    pattern = make_pattern("brief", patch_size=16, m=256)
+    sites = grid_sites(image.shape, patch_size=16, offset=4)
+    bits = describe_sites(image, sites, pattern)
+    joint = reconstruct_image(bits, sites, pattern, shape=image.shape, iterations=120)
+    patches = reconstruct_image(bits, sites, pattern, shape=image.shape, mode="patches", iterations=50)
+    assert joint.method == "consistency" and joint.mode == "joint"
+    score = lambda x: np.corrcoef(x.ravel(), image.ravel())[0, 1]
+    assert score(joint.image) > 0.9 and score(joint.image) > score(patches.image) + 0.04
+    with pytest.raises(ValueError, match="method 'consistency' solves the whole image"):
+        reconstruct_image(bits, sites, pattern, shape=image.shape, mode="patches", method="consistency")

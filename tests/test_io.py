@@ -1,0 +1,53 @@
+import cv2
+import numpy as np
+import pytest
+
+from lbdviewer import io
+
+
+def test_formats_bit_depths_colour_and_alpha(tmp_path):
+    gray16 = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)
+    cv2.imwrite(str(tmp_path / "g16.png"), gray16)
+    np.testing.assert_allclose(io.load_image(tmp_path / "g16.png"), gray16 / 65535.0)
+    colour = np.zeros((4, 4, 3), np.uint8); colour[..., 2] = 255          # pure red (BGR)
+    for suffix in (".png", ".bmp", ".tif"):
+        cv2.imwrite(str(tmp_path / f"c{suffix}"), colour)
+        np.testing.assert_allclose(io.load_image(tmp_path / f"c{suffix}"), 0.299, atol=1e-9)
+    cv2.imwrite(str(tmp_path / "c.jpg"), np.full((8, 8, 3), 128, np.uint8))
+    assert abs(io.load_image(tmp_path / "c.jpg").mean() - 128 / 255) < 0.01
+    rgba = np.zeros((2, 2, 4), np.uint8); rgba[0, 0, 3] = 255             # one opaque black pixel
+    cv2.imwrite(str(tmp_path / "a.png"), rgba)
+    assert io.load_image(tmp_path / "a.png").tolist() == [[0.0, 1.0], [1.0, 1.0]]
+
+
+@pytest.mark.parametrize("content", [b"", b"not an image at all", b"\x89PNG\r\n\x1a\n broken"])
+def test_unreadable_files_raise_naming_the_file(tmp_path, content):
+    path = tmp_path / "bad.png"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="bad.png"):
+        io.load_image(path)
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        io.load_image(tmp_path / "missing.png")
+    with pytest.raises(ValueError, match="not a file"):
+        io.load_image(tmp_path)
+
+
+def test_atomic_writers_round_trip_and_leave_no_temporary(tmp_path):
+    image = np.linspace(0, 1, 12).reshape(3, 4)
+    io.save_png(tmp_path / "out.png", image)
+    np.testing.assert_allclose(io.load_image(tmp_path / "out.png"), image, atol=0.5 / 255)
+    io.save_json(tmp_path / "out.json", {"a": np.float32(0.5), "b": np.arange(2)})
+    assert (tmp_path / "out.json").read_text().count('"a": 0.5') == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.png"]
+    with pytest.raises(ValueError, match="folder"):
+        io.save_png(tmp_path / "nowhere" / "x.png", image)
+
+
+def test_samples_are_listed_and_load():
+    assert {"camera", "book-titles", "shapes"} <= set(io.sample_images())
+    assert io.sample_image("book-titles").shape == (384, 512)
+    with pytest.raises(ValueError, match="name"):
+        io.sample_image("lena")
