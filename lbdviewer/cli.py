@@ -60,6 +60,11 @@ def main(argv=None):
         except KeyboardInterrupt:
             print("lbdviewer: interrupted", file=sys.stderr)
             return 130
+        except (ValueError, OSError) as error:
+            # Bad input (an unreadable image, a malformed feature file, ...):
+            # the message names the problem; no traceback.
+            print(f"lbdviewer {argv[0]}: error: {error}", file=sys.stderr)
+            return 2
     if argv[:1] == ["--help-commands"]:
         parser.print_help()
         return 0

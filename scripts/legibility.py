@@ -111,7 +111,7 @@ def main(argv=None):
         bits = describe_sites(image, sites, pattern)
         for mode in ("joint", "patches"):
             started = time.perf_counter()
-            result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=mode, method="biht",
+            result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=mode,
                                        iterations=iterations)
             runs.append((family, mode, result.image, {"seconds": round(time.perf_counter() - started, 1),
                                                        **result.params}))

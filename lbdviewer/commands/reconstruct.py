@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from lbdviewer.figures import stretch
 from lbdviewer.io import load_image, save_json, save_png
 from lbdviewer.metrics import bit_consistency, image_metrics
 from lbdviewer.operators import unpack_bits
@@ -50,6 +51,8 @@ def add_parser(subparsers):
     parser.add_argument("--lam", type=float, default=0.1, help="primal-dual data weight")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random patterns")
     parser.add_argument("--metrics", metavar="OUT.json", default=None, help="write metrics and parameters")
+    parser.add_argument("--raw", action="store_true",
+                        help="write the estimate as solved instead of contrast-stretched (0.5-99.5 percentiles)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
     return parser
@@ -110,7 +113,7 @@ def run(args):
             progress.close()
     except ValueError as error:
         return _fail(str(error))
-    save_png(args.output, result.image)
+    save_png(args.output, result.image if args.raw else stretch(result.image, mask=result.covered))
     if args.metrics:
         save_json(args.metrics, _metrics(args, image, sites, pattern, descriptors, result))
     return 0

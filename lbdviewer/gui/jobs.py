@@ -142,16 +142,12 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
 def feature_updates(features, parameters):
     """Invert a feature file's bits with the core, yielding :class:`WholeUpdate`.
 
-    Uses ``lbdviewer.commands.invert.iter_invert_features`` (progress per
-    keypoint, estimate so far) when the core offers it; otherwise the whole
-    inversion is one step.
+    Uses :func:`lbdviewer.inversion.iter_invert_features` (progress and the
+    estimate so far; each update is a point where the job can be cancelled).
     """
-    from lbdviewer.commands import invert
+    from lbdviewer.inversion import iter_invert_features
 
-    options = {"iterations": parameters["iterations"], "sparsity": parameters["sparsity"]}
-    if hasattr(invert, "iter_invert_features"):
-        for progress in invert.iter_invert_features(features, **options):
-            yield WholeUpdate(progress.done / max(progress.total, 1), np.array(progress.image))
-        return
-    image, _ = invert.invert_features(features, **options)
-    yield WholeUpdate(1.0, np.array(image))
+    for progress in iter_invert_features(features, iterations=parameters["iterations"],
+                                         sparsity=parameters["sparsity"]):
+        yield WholeUpdate(progress.done / max(progress.total, 1),
+                          None if progress.image is None else np.array(progress.image))

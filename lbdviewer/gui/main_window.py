@@ -585,7 +585,7 @@ class MainWindow(QMainWindow):
     def _whole_title(self):
         p = self.whole_parameters
         where = f"grid, offset {p['offset']}" if p["sites"] == "grid" else "FAST keypoints"
-        return f"{p['family'].upper()} {p['solver']}, {p['mode']}, {where}"
+        return f"{p['family'].upper()} {jobs.whole_image_method(p)}, {p['mode']}, {where}"
 
     def _show_whole_metrics(self):
         from lbdviewer import metrics

@@ -101,7 +101,8 @@ class SourceView(ImageCanvas):
             self.sites_item.setData([], [])
             return
         centres = sites + patch_size / 2.0
-        self.sites_item.setData(centres[:, 0], centres[:, 1])
+        # A dense grid would hide the picture under its dots: draw them smaller.
+        self.sites_item.setData(centres[:, 0], centres[:, 1], size=4 if len(sites) < 1000 else 2)
 
     def _clamped(self, x, y):
         size = self.patch_size()

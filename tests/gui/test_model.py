@@ -32,7 +32,7 @@ def test_invalid_assignments_are_refused_and_leave_the_model_unchanged(name, val
 
 
 def test_dependent_parameters_are_clamped_and_announced():
-    p = Parameters(m=2000)
+    p = Parameters(m=2000, offset=32)
     heard = []
     p.subscribe(lambda name, value: heard.append((name, value)))
     p.family = "ra-freak"
