@@ -27,7 +27,6 @@ patch covers (FAST keypoints) are black.
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from lbdviewer.io import sample_image, save_json, save_png, to_uint8
+from lbdviewer.io import library_versions, sample_image, save_json, save_png, to_uint8
 from lbdviewer.metrics import image_metrics
 from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import make_pattern
@@ -430,23 +429,6 @@ FIGURES = {
     "fast-binary": fast_binary_figure,
     "detail": detail_figure,
 }
-
-
-def library_versions():
-    """Versions of Python and the libraries a figure depends on (for its JSON).
-
-    Examples
-    --------
-    >>> sorted(library_versions())
-    ['lbdviewer', 'numpy', 'opencv', 'python', 'scikit-image', 'scipy']
-    """
-    import scipy
-    import skimage
-
-    import lbdviewer
-
-    return {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
-            "opencv": cv2.__version__, "scikit-image": skimage.__version__, "lbdviewer": lbdviewer.__version__}
 
 
 def make_figure(name, *, quick=False):

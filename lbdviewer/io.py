@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 import cv2
@@ -20,6 +22,9 @@ import numpy as np
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 SAMPLE_SUFFIX = ".png"
+#: Distributions whose versions go into figure and export metadata.
+VERSIONED = ("lbdviewer", "numpy", "scipy", "numba", "PyWavelets", "scikit-image",
+             "opencv-contrib-python-headless", "PyQt6", "pyqtgraph", "superqt")
 _GRAY_WEIGHTS = np.array([0.114, 0.587, 0.299])  # B, G, R as OpenCV stores them
 
 
@@ -122,7 +127,17 @@ def load_image(path):
     return to_gray(array, name=f"image file {str(path)!r}")
 
 
-def _atomic_write(path, data):
+def atomic_write(path, data):
+    """Write ``data`` (bytes) to ``path`` through a temporary file and a rename.
+
+    A reader never sees a half-written file, and an interrupted write leaves
+    the old file (or none) in place.
+
+    Raises
+    ------
+    ValueError
+        If the folder of ``path`` does not exist.
+    """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
@@ -131,6 +146,11 @@ def _atomic_write(path, data):
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
+        # mkstemp creates the file readable by its owner only; give it the
+        # permissions any new file gets here.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
@@ -158,7 +178,8 @@ def save_png(path, image):
     path : str or os.PathLike
         Destination; its folder must exist.
     image : ndarray, shape (H, W) or (H, W, 3)
-        Gray, or colour in RGB order.
+        Gray, or colour in RGB order: floats in ``[0, 1]``, or uint8 written
+        as they are.
 
     Returns
     -------
@@ -172,13 +193,13 @@ def save_png(path, image):
     image = np.asarray(image)
     if not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)):
         raise ValueError(f"image must have shape (H, W) or (H, W, 3), got {image.shape}")
-    pixels = to_uint8(image)
+    pixels = image if image.dtype == np.uint8 else to_uint8(image)
     if pixels.ndim == 3:
         pixels = pixels[:, :, ::-1]
     ok, encoded = cv2.imencode(".png", np.ascontiguousarray(pixels))
     if not ok:
         raise ValueError(f"could not encode a PNG for {str(path)!r}")
-    return _atomic_write(path, encoded.tobytes())
+    return atomic_write(path, encoded.tobytes())
 
 
 def _json_default(value):
@@ -199,7 +220,25 @@ def save_json(path, data):
     pathlib.Path
     """
     text = json.dumps(data, indent=2, sort_keys=True, default=_json_default) + "\n"
-    return _atomic_write(path, text.encode("utf-8"))
+    return atomic_write(path, text.encode("utf-8"))
+
+
+def library_versions():
+    """Versions of Python and of the installed libraries a result depends on (for JSON metadata).
+
+    Examples
+    --------
+    >>> versions = library_versions()
+    >>> "numpy" in versions and "python" in versions
+    True
+    """
+    found = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def sample_images():

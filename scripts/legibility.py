@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 import cv2
-import numpy as np
 
 from lbdviewer.io import sample_image, save_json, save_png, to_uint8
 from lbdviewer.patterns import make_pattern

@@ -24,7 +24,7 @@ def test_quick_cli_writes_png_and_json_with_the_layout(tmp_path, capsys):
         record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
         assert record["figure"] == name and record["quick"] is True
         assert list(pixels.shape) == record["png_shape"]
-        assert "numpy" in record["versions"] and "opencv" in record["versions"]
+        assert "numpy" in record["versions"] and "opencv-contrib-python-headless" in record["versions"]
         for panel in record["panels_layout"]:
             assert panel["x"] + panel["width"] <= pixels.shape[1] and panel["y"] + panel["height"] <= pixels.shape[0]
     offsets = json.loads((tmp_path / "out" / "offsets.json").read_text())

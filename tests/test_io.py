@@ -51,3 +51,28 @@ def test_samples_are_listed_and_load():
     assert io.sample_image("book-titles").shape == (384, 512)
     with pytest.raises(ValueError, match="name"):
         io.sample_image("lena")
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    from lbdviewer.io import save_json, save_png
+
+    previous = os.umask(0o022)
+    try:
+        png = save_png(tmp_path / "a.png", np.zeros((4, 4)))
+        record = save_json(tmp_path / "a.json", {"k": np.float32(1.5)})
+    finally:
+        os.umask(previous)
+    for path in (png, record):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_uint8_rgb_is_written_as_is(tmp_path):
+    from lbdviewer.io import save_png
+
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3) * 7
+    path = save_png(tmp_path / "rgb.png", rgb)
+    assert np.array_equal(cv2.imread(str(path))[:, :, ::-1], rgb)

@@ -12,19 +12,15 @@ from __future__ import annotations
 import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
 
 import datetime
-import json
 import os
-import platform
-import tempfile
 from dataclasses import dataclass, field
-from importlib import metadata
 
 import numpy as np
 from PyQt6.QtGui import QImage
 
+from lbdviewer.io import library_versions, save_json, save_png
+
 GAP = 4
-VERSIONED = ("lbdviewer", "numpy", "scipy", "scikit-image", "opencv-contrib-python-headless",
-             "PyWavelets", "numba", "PyQt6", "pyqtgraph", "superqt")
 
 
 @dataclass
@@ -87,23 +83,6 @@ def compose(rgbs, *, gap=GAP):
     return canvas
 
 
-def write_png(path, rgb):
-    """Write uint8 RGB (H, W, 3) to ``path`` losslessly and atomically."""
-    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-    height, width = rgb.shape[:2]
-    image = QImage(rgb.data, width, height, 3 * width, QImage.Format.Format_RGB888)
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(handle)
-    try:
-        if not image.save(temporary, "PNG"):
-            raise OSError(f"could not write PNG {path!r}")
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-
-
 def read_png(path):
     """Read a PNG back as uint8 RGB (H, W, 3) (used to check exports)."""
     image = QImage(os.fspath(path)).convertToFormat(QImage.Format.Format_RGB888)
@@ -112,31 +91,6 @@ def read_png(path):
     width, height, stride = image.width(), image.height(), image.bytesPerLine()
     buffer = np.frombuffer(image.constBits().asstring(stride * height), dtype=np.uint8)
     return buffer.reshape(height, stride)[:, : 3 * width].reshape(height, width, 3).copy()
-
-
-def versions():
-    """Installed versions of the libraries a figure depends on."""
-    found = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
-def write_json(path, payload):
-    """Write ``payload`` as indented JSON, atomically."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(suffix=".json", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, indent=2, sort_keys=True, default=_jsonable)
-            stream.write("\n")
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
 
 
 def sidecar_path(png_path):
@@ -169,7 +123,7 @@ def export_panels(path, panels, *, factor=None, context=None):
     if factor is None:
         factor = default_factor(max((p.array.shape[:2] for p in panels), key=max))
     rgbs = [upscale(to_rgb(p), factor) for p in panels]
-    write_png(path, rgbs[0] if len(rgbs) == 1 else compose(rgbs))
+    save_png(path, rgbs[0] if len(rgbs) == 1 else compose(rgbs))
     payload = {
         "png": os.path.basename(path),
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -185,17 +139,11 @@ def export_panels(path, panels, *, factor=None, context=None):
             }
             for p in panels
         ],
-        "versions": versions(),
+        "versions": library_versions(),
         **(context or {}),
     }
     json_path = sidecar_path(path)
-    write_json(json_path, payload)
+    save_json(json_path, payload)
     return path, json_path
 
 
-def _jsonable(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
