@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from lbdviewer.features import save_npz
 
 CACHE_ENV = "LBDVIEWER_CACHE_DIR"
 
@@ -80,14 +81,7 @@ def cached_arrays(key, compute):
             pass  # corrupt cache entry: recompute and overwrite
     arrays = {name: np.asarray(value) for name, value in compute().items()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    save_npz(path, arrays)
     return arrays
 
 

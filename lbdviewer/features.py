@@ -27,13 +27,15 @@ the problem.
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 
 import numpy as np
+
+from lbdviewer.io import atomic_write
 
 FORMAT = "lbdviewer-features"
 VERSION = 1
@@ -212,16 +214,37 @@ def save_features(path, features):
         "n_bits": np.array(int(features.n_bits), dtype=np.int64),
         "bitorder": np.array(features.bitorder),
     }
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    save_npz(path, arrays)
+
+
+def save_npz(path, arrays):
+    """Write ``arrays`` (numeric or string, never objects) to an ``.npz`` file atomically.
+
+    Written with :func:`lbdviewer.io.atomic_write`: readers never see a
+    half-written file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    arrays : dict of str to array_like
+
+    Raises
+    ------
+    ValueError
+        If the folder of ``path`` does not exist.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save_npz(os.path.join(folder, "a.npz"), {"x": np.arange(3)})
+    ...     with np.load(os.path.join(folder, "a.npz"), allow_pickle=False) as data:
+    ...         data["x"].tolist()
+    [0, 1, 2]
+    """
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: np.asarray(value) for name, value in arrays.items()})
+    atomic_write(path, buffer.getvalue())
 
 
 def _item(data, key, kind):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lbdviewer.features import Keypoints
+from lbdviewer.io import to_uint8
 from lbdviewer.operators import DescriptorOperator, sign_with_ties
 from lbdviewer.patterns.base import Pattern
 
@@ -73,20 +74,116 @@ class LibraryResult:
     index: np.ndarray
 
 
-def to_uint8(image):
-    """The 8-bit image OpenCV sees for a float image in ``[0, 1]``.
+def gray_uint8(image):
+    """The 8-bit gray image a library sees for a float image in ``[0, 1]`` (uint8 passes through).
 
     Examples
     --------
-    >>> to_uint8(np.array([[0.0, 0.5, 1.0]])).tolist()
+    >>> gray_uint8(np.array([[0.0, 0.5, 1.0]])).tolist()
     [[0, 128, 255]]
     """
     image = np.asarray(image)
     if image.ndim != 2:
         raise ValueError(f"image must be a 2-D gray image, got shape {image.shape}")
-    if image.dtype == np.uint8:
-        return image
-    return np.rint(np.clip(image, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return image if image.dtype == np.uint8 else to_uint8(image)
+
+
+def opencv_describe(extractor, image, keypoints, *, n_bits, bitorder):
+    """Describe ``keypoints`` with an OpenCV extractor; results in input order.
+
+    Parameters
+    ----------
+    extractor : cv2.Feature2D
+    image : ndarray, shape (H, W)
+        Float in ``[0, 1]`` or uint8.
+    keypoints : Keypoints
+    n_bits : int
+    bitorder : {"little", "big"}
+        How the library packs its bits.
+
+    Returns
+    -------
+    kept : list of cv2.KeyPoint
+        The keypoints the library kept (it may drop some and change angles),
+        in input order.
+    bits : ndarray of int8, shape (len(kept), n_bits)
+        In {-1, +1}.
+    index : ndarray of int64
+        Row in ``keypoints`` of each kept keypoint.
+    """
+    kps, desc = extractor.compute(gray_uint8(image), keypoints.to_cv())
+    if desc is None:
+        desc = np.zeros((0, (n_bits + 7) // 8), dtype=np.uint8)
+    index = np.array([k.class_id for k in kps], dtype=np.int64)
+    order = np.argsort(index, kind="stable")
+    bits = np.unpackbits(desc[order], axis=1, count=n_bits, bitorder=bitorder).astype(np.int8) * 2 - 1
+    return [kps[i] for i in order], bits, index[order]
+
+
+def pair_pattern(name, offsets, half, *, sigma, radius, kernel, params):
+    """The pattern of a descriptor that compares pairs of (smoothed) pixels.
+
+    Parameters
+    ----------
+    name : str
+    offsets : array_like of int, shape (M, 2, 2)
+        ``offsets[i] = [[xa, ya], [xb, yb]]``: measurement ``i`` is the field
+        at offset ``a`` from the keypoint minus the field at ``b``.
+    half : int
+        The patch has side ``2 half + 1`` with the keypoint at its centre.
+    sigma, radius : float
+        Of every field.
+    kernel : {"gaussian", "box"}
+    params : dict
+        The model's parameters (kept on the pattern).
+
+    Returns
+    -------
+    Pattern
+        One field per distinct offset.
+
+    Examples
+    --------
+    >>> p = pair_pattern("toy", [[[1, 0], [-1, 0]], [[-1, 0], [0, 2]]], 2, sigma=1.0, radius=0.0,
+    ...                  kernel="box", params={})
+    >>> p.patch_size, p.centers.tolist(), p.pairs.tolist()
+    (5, [[1.0, 2.0], [2.0, 4.0], [3.0, 2.0]], [[2, 0], [0, 1]])
+    """
+    unique, inverse = np.unique(np.asarray(offsets).reshape(-1, 2), axis=0, return_inverse=True)
+    return Pattern(name, 2 * half + 1, unique + half, np.full(len(unique), float(sigma)),
+                   np.full(len(unique), float(radius)), inverse.reshape(-1, 2), kernel=kernel,
+                   tie_positive=False, params=tuple(params.items()))
+
+
+def compare_offsets(values, cx, cy, offsets):
+    """Bits of pixel-pair tests: ``values[c + a_i] > values[c + b_i]``, as {-1, +1}.
+
+    Parameters
+    ----------
+    values : ndarray, shape (H, W)
+        What the library compares (read with reflect-101 padding outside).
+    cx, cy : ndarray of int, shape (K,)
+        Keypoint centres (column, row).
+    offsets : ndarray of int, shape (M, 2, 2) or (K, M, 2, 2)
+        One table for all keypoints or one each; see :func:`pair_pattern`.
+
+    Returns
+    -------
+    ndarray of int8, shape (K, M)
+
+    Examples
+    --------
+    >>> compare_offsets(np.arange(9.0).reshape(3, 3), np.array([1]), np.array([1]),
+    ...                 np.array([[[1, 0], [-1, 0]], [[0, -1], [0, 1]]])).tolist()
+    [[1, -1]]
+    """
+    offsets = np.asarray(offsets)
+    if offsets.ndim == 3:
+        offsets = offsets[None]
+    pad = int(np.abs(offsets).max()) + 1
+    padded = np.pad(np.asarray(values, dtype=np.float64), pad, mode="reflect")
+    picked = padded[cy[:, None, None] + offsets[..., 1] + pad, cx[:, None, None] + offsets[..., 0] + pad]
+    return np.where(picked[..., 0] > picked[..., 1], 1, -1).astype(np.int8)
 
 
 def extract_patches(images, keypoint_patterns):
@@ -168,7 +265,7 @@ class LibraryModel:
         import cv2
 
         detector = cv2.ORB_create(nfeatures=int(n_keypoints))
-        return Keypoints.from_cv(detector.detect(to_uint8(image), None))
+        return Keypoints.from_cv(detector.detect(gray_uint8(image), None))
 
 
 def get_model(name, **params):
@@ -187,7 +284,11 @@ def get_model(name, **params):
     """
     if name not in MODEL_MODULES:
         raise ValueError(f"descriptor must be one of {tuple(MODEL_MODULES)}, got {name!r}")
-    return importlib.import_module(MODEL_MODULES[name]).Model(**params)
+    model = importlib.import_module(MODEL_MODULES[name]).Model
+    try:
+        return model(**params)
+    except TypeError as error:  # a parameter the model does not take, e.g. from a feature file
+        raise ValueError(f"{name} parameters {params!r} do not fit the model: {error}") from error
 
 
 def agreement(model, image, keypoints=None, *, n_keypoints=500):

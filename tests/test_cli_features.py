@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -6,13 +7,6 @@ from skimage import data, io
 
 from lbdviewer.cli import main
 from lbdviewer.features import load_features
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LBDVIEWER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lbdcache"))
-        yield
 
 
 @pytest.fixture
@@ -53,22 +47,80 @@ def test_invert_joint_mode_writes_image_and_metrics(tmp_path, image_file):
     assert report["mode"] == "joint" and report["correlation"] > 0.3
 
 
-def test_level0_patterns_reproduce_orb_bits_on_upper_pyramid_levels():
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.commands.invert import level0_pattern
-    from lbdviewer.library_models import get_model
-    from lbdviewer.operators import unpack_bits
-    from lbdviewer.reconstruct import describe_sites
+def _valid_arrays():
+    keypoints = [[30.0, 30.0, 31.0, 0.0, 0.0, 0.0], [50.0, 40.0, 31.0, 90.0, 0.0, 0.0]]
+    return dict(format=np.array("lbdviewer-features"), version=np.array(1), descriptor=np.array("orb"),
+                params=np.array("{}"), image_shape=np.array([80, 90]), keypoints=np.array(keypoints),
+                descriptors=np.zeros((2, 32), np.uint8), n_bits=np.array(256), bitorder=np.array("little"))
 
-    image = data.camera()[::2, ::2] / 255.0
-    features = extract_features(image, "orb", n_keypoints=60)
-    model = get_model("orb")
-    agreement = []
-    for k, kp in enumerate(model.keypoint_patterns(features.keypoints)):
-        pattern, (row, col) = level0_pattern(kp)
-        inside = row >= 0 and col >= 0 and row + pattern.patch_size <= 256 and col + pattern.patch_size <= 256
-        if kp.level > 0 and inside:
-            assert pattern.patch_size > kp.pattern.patch_size
-            bits = unpack_bits(describe_sites(image, [[row, col]], pattern), pattern.m)[0]
-            agreement.append(np.mean(bits == features.bits()[k]))
-    assert len(agreement) >= 5 and np.mean(agreement) > 0.9
+
+def _write(path, **changes):
+    arrays = {**_valid_arrays(), **changes}
+    with open(path, "wb") as handle:
+        np.savez(handle, **{k: v for k, v in arrays.items() if v is not None})
+    return path
+
+
+def _truncated(path):
+    data = _write(path).read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+MALFORMED = {
+    "truncated": (_truncated, "truncated"),
+    "not a zip": (lambda path: path.write_bytes(b"PK\x03\x04 not really a zip") and path, "not .npz"),
+    "wrong descriptor shape": (lambda path: _write(path, descriptors=np.zeros((2, 16), np.uint8)),
+                               r"descriptors must be uint8 of shape \(2, 32\)"),
+    "wrong keypoint shape": (lambda path: _write(path, keypoints=np.zeros((2, 4))), r"shape \(K, 6\)"),
+    "unknown descriptor": (lambda path: _write(path, descriptor=np.array("sift")), "unknown descriptor 'sift'"),
+    "pickled payload": (lambda path: _write(path, params=np.array([{"a": 1}], dtype=object)), "pickled"),
+    "NaN coordinates": (lambda path: _write(path, keypoints=np.array([[np.nan, 30.0, 31.0, 0.0, 0.0, 0.0]])),
+                        "keypoint 0 has a NaN"),
+    "keypoint outside": (lambda path: _write(path, keypoints=np.array([[95.0, 30.0, 31.0, 0.0, 0.0, 0.0]])),
+                         "outside the image"),
+    "missing item": (lambda path: _write(path, n_bits=None), "missing 'n_bits'"),
+    "params the model does not take": (lambda path: _write(path, params=np.array('{"n_levels": 8, "bogus": 1}')),
+                                       "bogus"),
+    "octave beyond the pyramid": (lambda path: _write(path, keypoints=np.array([[30.0, 30.0, 31.0, 0.0, 9.0, 0.0]] * 2)),
+                                  "octave must be below"),
+}
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+def test_invert_of_a_malformed_file_is_a_clear_error_and_writes_nothing(tmp_path, capsys, kind):
+    make, message = MALFORMED[kind]
+    broken = tmp_path / "broken.npz"
+    make(broken)
+    output = tmp_path / "out.png"
+    assert main(["invert", str(broken), "-o", str(output), "--iterations", "2"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("lbdviewer invert: error:") and "Traceback" not in error, error
+    assert re.search(message, error), error
+    assert not output.exists()
+
+
+def test_the_valid_file_of_the_malformed_tests_inverts(tmp_path):
+    output = tmp_path / "out.png"
+    assert main(["invert", str(_write(tmp_path / "ok.npz")), "-o", str(output), "--iterations", "2",
+                 "--mode", "patches"]) == 0
+    assert io.imread(output).shape == (80, 90)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["extract", "{image}", "-o", "{tmp}/f.npz", "--keypoints", "0"], "--keypoints must be positive"),
+    (["extract", "{tmp}/missing.png", "-o", "{tmp}/f.npz"], "missing.png"),
+    (["extract", "{image}", "-o", "{tmp}/no/such/folder/f.npz"], "folder"),
+    (["verify-model", "{image}", "--keypoints", "-3"], "--keypoints must be positive"),
+    (["invert", "{tmp}/missing.npz", "-o", "{tmp}/o.png"], "missing.npz"),
+    (["invert", "{features}", "-o", "{tmp}/o.png", "--iterations", "0"], "--iterations must be positive"),
+    (["invert", "{features}", "-o", "{tmp}/o.png", "--reference", "{image}"], "go together"),
+    (["invert", "{features}", "-o", "{tmp}/o.png", "--reference", "{image}", "--metrics", "{tmp}/m.json"],
+     "--reference has shape"),
+])
+def test_bad_command_lines_are_clear_errors(tmp_path, image_file, capsys, argv, message):
+    features = _write(tmp_path / "f0.npz")
+    argv = [a.format(image=image_file, tmp=tmp_path, features=features) for a in argv]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"lbdviewer {argv[0]}: error:") and message in error, error

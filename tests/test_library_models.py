@@ -7,13 +7,6 @@ from lbdviewer.library_models import agreement, extract_patches, get_model
 from lbdviewer.operators import DescriptorOperator, sign_with_ties
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LBDVIEWER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lbdcache"))
-        yield
-
-
 @pytest.fixture(scope="module")
 def image():
     return data.moon()[100:356, 100:356] / 255.0

@@ -41,7 +41,7 @@ def add_parser(subparsers):
 
 def run(args):
     if args.keypoints < 1:
-        raise SystemExit(f"lbdviewer extract: --keypoints must be positive, got {args.keypoints}")
+        raise ValueError(f"--keypoints must be positive, got {args.keypoints}")
     features = extract_features(load_image(args.image), args.descriptor, n_keypoints=args.keypoints)
     save_features(args.output, features)
     print(f"{args.output}: {len(features.keypoints)} {args.descriptor} descriptors of {features.n_bits} bits")

@@ -25,6 +25,8 @@ def add_parser(subparsers):
 
 
 def run(args):
+    if args.keypoints < 1:
+        raise ValueError(f"--keypoints must be positive, got {args.keypoints}")
     image = load_image(args.image)
     names = DESCRIPTORS if args.descriptor == "all" else (args.descriptor,)
     rows = [agreement(get_model(name), image, n_keypoints=args.keypoints) for name in names]

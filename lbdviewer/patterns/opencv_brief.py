@@ -19,8 +19,8 @@ import numpy as np
 
 from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
 from lbdviewer.features import Keypoints
-from lbdviewer.library_models import KeypointPattern, LibraryModel, to_uint8
-from lbdviewer.patterns.base import Pattern
+from lbdviewer.library_models import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
+                                      pair_pattern)
 
 BOX_RADIUS = 4
 REACH = 24
@@ -57,12 +57,11 @@ def brief_offset_pairs(*, n_bytes=32):
     margin = REACH + BOX_RADIUS + 2
 
     def describe(image, centers):
-        kps = Keypoints(centers[:, 0], centers[:, 1]).to_cv()
-        out_kps, desc = _extractor(n_bytes).compute(image, kps)
-        if len(out_kps) != len(centers):
-            raise RuntimeError(f"BRIEF dropped {len(centers) - len(out_kps)} calibration keypoints")
-        order = np.argsort([k.class_id for k in out_kps])
-        return np.unpackbits(desc[order], axis=1, bitorder="big").astype(bool)
+        _, bits, index = opencv_describe(_extractor(n_bytes), image, Keypoints(centers[:, 0], centers[:, 1]),
+                                         n_bits=8 * n_bytes, bitorder="big")
+        if len(index) != len(centers):
+            raise RuntimeError(f"BRIEF dropped {len(centers) - len(index)} calibration keypoints")
+        return bits > 0
 
     def compute():
         table = calibrate_point_pairs(describe, box_sums, radius=REACH, margin=margin, n_images=2, size=200,
@@ -109,13 +108,9 @@ class Model(LibraryModel):
         return self._pairs
 
     def _run_library(self, image, keypoints):
-        kps, desc = _extractor(self.n_bytes).compute(to_uint8(image), keypoints.to_cv())
-        if desc is None:
-            desc = np.zeros((0, self.n_bytes), dtype=np.uint8)
-        index = np.array([k.class_id for k in kps], dtype=np.int64)
-        order = np.argsort(index, kind="stable")
-        bits = np.unpackbits(desc[order], axis=1, bitorder="big").astype(np.int8) * 2 - 1
-        return keypoints.take(index[order]), bits, index[order]
+        _, bits, index = opencv_describe(_extractor(self.n_bytes), image, keypoints, n_bits=self.n_bits,
+                                         bitorder=self.bitorder)
+        return keypoints.take(index), bits, index
 
     @staticmethod
     def _centers(keypoints):
@@ -125,31 +120,21 @@ class Model(LibraryModel):
 
     def source_images(self, image):
         """The gray image in ``[0, 1]`` (fields are the 9x9 boxes)."""
-        return [to_uint8(image) / 255.0]
+        return [gray_uint8(image) / 255.0]
 
     def sampled_images(self, image):
         """9x9 box means of the image (what BRIEF compares, up to the factor 81)."""
-        return [box_sums(to_uint8(image)) / (81 * 255.0)]
+        return [box_sums(gray_uint8(image)) / (81 * 255.0)]
 
     def model_bits(self, image, keypoints):
         """BRIEF's bits recomputed with our code: ``{-1, +1}``, shape (K, n_bits)."""
-        sums = np.pad(box_sums(to_uint8(image)), REACH, mode="reflect")
-        cx, cy = self._centers(keypoints)
-        table = self.offset_pairs
-        first = sums[cy[:, None] + table[None, :, 0, 1] + REACH, cx[:, None] + table[None, :, 0, 0] + REACH]
-        second = sums[cy[:, None] + table[None, :, 1, 1] + REACH, cx[:, None] + table[None, :, 1, 0] + REACH]
-        return np.where(first > second, 1, -1).astype(np.int8)
+        return compare_offsets(box_sums(gray_uint8(image)), *self._centers(keypoints), self.offset_pairs)
 
     def keypoint_patterns(self, keypoints, *, fold_smoothing=True):
         """Each keypoint's pattern: 9x9 box fields (or single pixels of the box-mean image)."""
         radius = BOX_RADIUS if fold_smoothing else 0
         half = REACH + radius
-        size = 2 * half + 1
-        unique, inverse = np.unique(self.offset_pairs.reshape(-1, 2), axis=0, return_inverse=True)
-        pattern = Pattern(
-            "opencv-brief", size, unique + half, np.full(len(unique), max(radius, 1.0)),
-            np.full(len(unique), float(radius)), inverse.reshape(-1, 2), kernel="box",
-            tie_positive=False, params=tuple(self.params().items()),
-        )
+        pattern = pair_pattern("opencv-brief", self.offset_pairs, half, sigma=max(radius, 1.0), radius=radius,
+                               kernel="box", params=self.params())
         cx, cy = self._centers(keypoints)
         return [KeypointPattern(pattern, 0, (int(y) - half, int(x) - half), 1.0) for x, y in zip(cx, cy)]

@@ -27,7 +27,7 @@ import numpy as np
 
 from lbdviewer.calibration import cache_key, cached_arrays, identify_pairs
 from lbdviewer.features import Keypoints
-from lbdviewer.library_models import KeypointPattern, LibraryModel, to_uint8
+from lbdviewer.library_models import KeypointPattern, LibraryModel, gray_uint8, opencv_describe
 from lbdviewer.patterns.base import Pattern
 
 N_FIELDS = 43
@@ -198,23 +198,18 @@ class Model(LibraryModel):
         return (total + area // 2) // np.maximum(area, 1)
 
     def _run_library(self, image, keypoints):
-        kps, desc = self._create().compute(to_uint8(image), keypoints.to_cv())
-        if desc is None:
-            desc = np.zeros((0, self.n_bits // 8), dtype=np.uint8)
-        index = np.array([k.class_id for k in kps], dtype=np.int64)
-        order = np.argsort(index, kind="stable")
-        kept = Keypoints.from_cv([kps[i] for i in order])
-        bits = np.unpackbits(desc[order], axis=1, bitorder="little").astype(np.int8) * 2 - 1
-        return kept, bits, index[order]
+        kept, bits, index = opencv_describe(self._create(), image, keypoints, n_bits=self.n_bits,
+                                            bitorder=self.bitorder)
+        return Keypoints.from_cv(kept), bits, index
 
     def model_bits(self, image, keypoints):
         """FREAK's bits recomputed with our code (rounded integer means): ``{-1, +1}``, (K, 512)."""
-        means = self._field_means(to_uint8(image), keypoints)
+        means = self._field_means(gray_uint8(image), keypoints)
         return np.where(means[:, self.pairs[:, 0]] >= means[:, self.pairs[:, 1]], 1, -1).astype(np.int8)
 
     def source_images(self, image):
         """The gray image in ``[0, 1]``."""
-        return [to_uint8(image) / 255.0]
+        return [gray_uint8(image) / 255.0]
 
     sampled_images = source_images
 

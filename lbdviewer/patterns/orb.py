@@ -26,8 +26,8 @@ import numpy as np
 
 from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
 from lbdviewer.features import Keypoints
-from lbdviewer.library_models import KeypointPattern, LibraryModel, to_uint8
-from lbdviewer.patterns.base import Pattern
+from lbdviewer.library_models import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
+                                      pair_pattern)
 
 BLUR_SIGMA = 2.0
 BLUR_RADIUS = 3
@@ -73,13 +73,11 @@ def orb_point_pairs(*, patch_size=31):
 
     def describe(image, centers):
         orb = cv2.ORB_create(nlevels=1, edgeThreshold=margin - 2, patchSize=patch_size)
-        kps = Keypoints(centers[:, 0], centers[:, 1], np.full(len(centers), float(patch_size)),
-                        np.zeros(len(centers))).to_cv()
-        out_kps, desc = orb.compute(image, kps)
-        if len(out_kps) != len(centers):
-            raise RuntimeError(f"ORB dropped {len(centers) - len(out_kps)} calibration keypoints")
-        order = np.argsort([k.class_id for k in out_kps])
-        return np.unpackbits(desc[order], axis=1, bitorder="little").astype(bool)
+        kps = Keypoints(centers[:, 0], centers[:, 1], np.full(len(centers), float(patch_size)), np.zeros(len(centers)))
+        _, bits, index = opencv_describe(orb, image, kps, n_bits=256, bitorder="little")
+        if len(index) != len(centers):
+            raise RuntimeError(f"ORB dropped {len(centers) - len(index)} calibration keypoints")
+        return bits > 0
 
     def compute():
         table = calibrate_point_pairs(describe, blur, radius=half + 1, margin=margin, n_images=2, rng=0)
@@ -158,21 +156,17 @@ class Model(LibraryModel):
 
     def detect(self, image, *, n_keypoints=500):
         """Keypoints of ORB's own detector (level-0 coordinates, octave, angle)."""
-        return Keypoints.from_cv(self._create(n_keypoints).detect(to_uint8(image), None))
+        return Keypoints.from_cv(self._create(n_keypoints).detect(gray_uint8(image), None))
 
     def _run_library(self, image, keypoints):
-        kps, desc = self._create().compute(to_uint8(image), keypoints.to_cv())
-        if desc is None:
-            desc = np.zeros((0, self.n_bits // 8), dtype=np.uint8)
-        index = np.array([k.class_id for k in kps], dtype=np.int64)
-        order = np.argsort(index, kind="stable")
-        bits = np.unpackbits(desc[order], axis=1, bitorder="little").astype(np.int8) * 2 - 1
-        return keypoints.take(index[order]), bits, index[order]
+        _, bits, index = opencv_describe(self._create(), image, keypoints, n_bits=self.n_bits,
+                                         bitorder=self.bitorder)
+        return keypoints.take(index), bits, index
 
     def levels(self, image):
         """The uint8 pyramid: each level resized from the previous one (``INTER_LINEAR_EXACT``)."""
         cv2 = _cv2()
-        level = to_uint8(image)
+        level = gray_uint8(image)
         out = [level]
         rows, cols = level.shape
         for scale in self.layer_scales()[1:]:
@@ -212,15 +206,12 @@ class Model(LibraryModel):
 
     def model_bits(self, image, keypoints):
         """ORB's bits recomputed with our code: ``{-1, +1}``, shape (K, 256)."""
-        pad = 64
-        images = [np.pad(level, pad, mode="reflect") for level in self.sampled_images(image)]
         octave, cx, cy, offsets = self._geometry(keypoints)
         out = np.empty((len(keypoints), self.n_bits), dtype=np.int8)
-        for k in range(len(keypoints)):
-            rows = cy[k] + offsets[k, :, 1] + pad
-            cols = cx[k] + offsets[k, :, 0] + pad
-            values = images[octave[k]][rows, cols].reshape(-1, 2)
-            out[k] = np.where(values[:, 0] > values[:, 1], 1, -1)
+        for level, values in enumerate(self.sampled_images(image)):
+            here = octave == level
+            if np.any(here):
+                out[here] = compare_offsets(values, cx[here], cy[here], offsets[here].reshape(-1, self.n_bits, 2, 2))
         return out
 
     def patch_size_for(self, *, fold_smoothing=True):
@@ -242,12 +233,8 @@ class Model(LibraryModel):
         sigma, radius = (BLUR_SIGMA, BLUR_RADIUS) if fold_smoothing else (1.0, 0.0)
         out = []
         for k in range(len(keypoints)):
-            unique, inverse = np.unique(offsets[k], axis=0, return_inverse=True)
-            pattern = Pattern(
-                "orb", size, unique + half, np.full(len(unique), sigma), np.full(len(unique), radius),
-                inverse.reshape(-1, 2), kernel="gaussian", tie_positive=False,
-                params=tuple(self.params().items()),
-            )
+            pattern = pair_pattern("orb", offsets[k].reshape(-1, 2, 2), half, sigma=sigma, radius=radius,
+                                   kernel="gaussian", params=self.params())
             out.append(KeypointPattern(pattern, int(octave[k]), (int(cy[k]) - half, int(cx[k]) - half),
                                        float(scales[octave[k]])))
         return out

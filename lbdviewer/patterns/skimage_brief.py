@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
-from lbdviewer.library_models import KeypointPattern, LibraryModel
-from lbdviewer.patterns.base import Pattern
+from lbdviewer.library_models import KeypointPattern, LibraryModel, compare_offsets, pair_pattern
 
 MODES = ("normal", "uniform")
 
@@ -140,25 +139,15 @@ class Model(LibraryModel):
 
     def model_bits(self, image, keypoints):
         """BRIEF's bits recomputed with our code: ``{-1, +1}``, shape (K, n_bits)."""
-        pad = self._params["patch_size"]
-        values = np.pad(smooth(image, self._params["sigma"]), pad, mode="reflect")
-        cx, cy = self._centers(keypoints)
-        table = self.offset_pairs
-        first = values[cy[:, None] + table[None, :, 0, 1] + pad, cx[:, None] + table[None, :, 0, 0] + pad]
-        second = values[cy[:, None] + table[None, :, 1, 1] + pad, cx[:, None] + table[None, :, 1, 0] + pad]
-        return np.where(first > second, 1, -1).astype(np.int8)
+        values = smooth(image, self._params["sigma"])
+        return compare_offsets(values, *self._centers(keypoints), self.offset_pairs)
 
     def keypoint_patterns(self, keypoints, *, fold_smoothing=True):
         """Each keypoint's pattern: Gaussian fields (radius 4 sigma) or single smoothed pixels."""
         sigma = self._params["sigma"]
         radius = float(np.ceil(4.0 * sigma)) if fold_smoothing else 0.0
-        reach = int(np.abs(self.offset_pairs).max())
-        half = reach + int(radius)
-        unique, inverse = np.unique(self.offset_pairs.reshape(-1, 2), axis=0, return_inverse=True)
-        pattern = Pattern(
-            "skimage-brief", 2 * half + 1, unique + half, np.full(len(unique), sigma),
-            np.full(len(unique), radius), inverse.reshape(-1, 2), kernel="gaussian",
-            tie_positive=False, params=tuple(self.params().items()),
-        )
+        half = int(np.abs(self.offset_pairs).max()) + int(radius)
+        pattern = pair_pattern("skimage-brief", self.offset_pairs, half, sigma=sigma, radius=radius,
+                               kernel="gaussian", params=self.params())
         cx, cy = self._centers(keypoints)
         return [KeypointPattern(pattern, 0, (int(y) - half, int(x) - half), 1.0) for x, y in zip(cx, cy)]

@@ -1,0 +1,309 @@
+"""Images from feature files alone: invert the bits a real library wrote.
+
+A feature file (:mod:`lbdviewer.features`) holds keypoints and their packed
+descriptors. The library model of its descriptor
+(:mod:`lbdviewer.library_models`) gives, for every keypoint, the pattern the
+library used: turned by the keypoint angle, at its pyramid level or FREAK
+scale, placed in a patch of that level. Two modes invert the bits:
+
+``"joint"`` (default)
+    one level-0 image explains every keypoint's bits at once:
+    :func:`lbdviewer.reconstruct.iter_reconstruct_image` with one pattern per
+    keypoint (sign consistency with a total-variation prior by default).
+    :func:`level0_pattern` maps a pattern of pyramid level ``l`` (pixel size
+    ``s`` in level-0 pixels) to level 0: field centres move to the level-0
+    position of the level pixel they sat on, sigmas and radii are multiplied
+    by ``s``. This ignores the pyramid's own resampling filter (ORB builds its
+    levels by bilinear resizing), which the wider fields approximate.
+    Libraries read patches that leave the image with reflect-101 padding; the
+    joint solve instead pads the unknown image with free pixels (a border as
+    wide as the farthest patch reaches) and crops it away afterwards.
+``"patches"`` (the paper's protocol)
+    each keypoint's bits are inverted with BIHT on its own patch (at its
+    level), the estimates are resized to level-0 pixels, placed at their
+    keypoints and averaged where they overlap.
+
+Each pattern is first cut down to the square that its fields read
+(:func:`trimmed`): FREAK's patterns share the patch of the largest keypoint,
+which would otherwise count pixels no field reads as covered. Pixels no
+keypoint's patch covers are 0 in the result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from lbdviewer.library_models import KeypointPattern, get_model
+from lbdviewer.operators import DescriptorOperator, field_kernels, pack_bits
+from lbdviewer.reconstruct import DEFAULT_ITERATIONS, ImageResult, iter_reconstruct_image
+from lbdviewer.solvers import BIHT
+
+MODES = ("joint", "patches")
+#: Keypoints solved in one BIHT batch when they share a pattern (the BRIEF models).
+PATCH_BATCH = 256
+#: Estimates handed out during a patchwise inversion (the other reports carry none).
+PATCH_ESTIMATES = 50
+
+
+@dataclass(frozen=True)
+class InversionProgress:
+    """One report of :func:`iter_invert_features`.
+
+    ``done`` of ``total`` work units (keypoints or solver iterations) are
+    finished; ``image`` is the whole-image estimate so far, shape ``(H, W)``
+    in ``[0, 1]``, or None when the report carries none; ``result`` is set on
+    the last report only.
+    """
+
+    done: int
+    total: int
+    image: np.ndarray | None = None
+    result: ImageResult | None = None
+
+
+def trimmed(keypoint_pattern):
+    """The keypoint pattern in the smallest square patch holding every field's support.
+
+    The fields keep their place in the image: the patch origin moves by as
+    much as the field centres move back.
+
+    Parameters
+    ----------
+    keypoint_pattern : lbdviewer.library_models.KeypointPattern
+
+    Returns
+    -------
+    KeypointPattern
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns.base import Pattern
+    >>> p = Pattern("toy", 9, [[2.0, 3.0], [4.0, 3.0]], [1.0, 1.0], [1.0, 1.0], [[0, 1]])
+    >>> kp = trimmed(KeypointPattern(p, 0, (10, 20), 1.0))
+    >>> kp.pattern.patch_size, kp.origin, kp.pattern.centers.tolist()
+    (5, (12, 21), [[1.0, 1.0], [3.0, 1.0]])
+    """
+    pattern = keypoint_pattern.pattern
+    read = np.unique(field_kernels(pattern, pattern.kernel).tocsr().indices)
+    rows, cols = np.divmod(read, pattern.patch_size)
+    top, left = int(rows.min()), int(cols.min())
+    side = max(int(rows.max()) - top, int(cols.max()) - left) + 1
+    if side == pattern.patch_size:
+        return keypoint_pattern
+    pattern = replace(pattern, patch_size=side, centers=pattern.centers - [left, top])
+    row, col = keypoint_pattern.origin
+    return replace(keypoint_pattern, pattern=pattern, origin=(row + top, col + left))
+
+
+def level0_pattern(keypoint_pattern):
+    """A keypoint's pattern in level-0 pixels and the level-0 ``(row, col)`` of its patch corner.
+
+    Level pixel ``(r, c)`` is centred at level-0 ``((c + 1/2) s - 1/2, (r + 1/2) s - 1/2)``
+    with ``s`` the level's pixel size. A field centred at ``(x, y)`` in a patch
+    whose corner sits at level pixel ``(r0, c0)`` moves to
+    ``((c0 + x + 1/2) s - 1/2 - C0, (r0 + y + 1/2) s - 1/2 - R0)`` in a patch of
+    side ``ceil(P s) + 1`` whose corner is the level-0 pixel
+    ``(R0, C0) = (round(r0 s), round(c0 s))``; sigmas and radii scale by ``s``.
+    A level-0 keypoint (``s = 1``) keeps its pattern object unchanged.
+
+    Parameters
+    ----------
+    keypoint_pattern : lbdviewer.library_models.KeypointPattern
+
+    Returns
+    -------
+    pattern : Pattern
+    origin : (int, int)
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns.base import Pattern
+    >>> p = Pattern("toy", 4, [[1.0, 2.0]], [1.0], [1.0], [[0, 0]])
+    >>> q, origin = level0_pattern(KeypointPattern(p, 1, (3, 5), 2.0))
+    >>> q.patch_size, origin, q.centers.tolist(), q.sigmas.tolist()
+    (9, (6, 10), [[2.5, 4.5]], [2.0])
+    """
+    pattern, scale = keypoint_pattern.pattern, float(keypoint_pattern.scale)
+    row, col = keypoint_pattern.origin
+    if scale == 1.0:
+        return pattern, (int(row), int(col))
+    origin = (int(math.floor(row * scale + 0.5)), int(math.floor(col * scale + 0.5)))
+    corner = np.array([col, row], dtype=np.float64)
+    centers = (corner + pattern.centers + 0.5) * scale - 0.5 - np.array([origin[1], origin[0]])
+    size = int(math.ceil(pattern.patch_size * scale)) + 1
+    return replace(pattern, patch_size=size, centers=centers, sigmas=pattern.sigmas * scale,
+                   radii=pattern.radii * scale), origin
+
+
+def keypoint_patterns(features):
+    """The trimmed pattern of every keypoint of ``features`` (see :func:`trimmed`).
+
+    Keypoints that share one pattern object in the model (the BRIEF models)
+    still share one after trimming.
+
+    Returns
+    -------
+    list of KeypointPattern
+    """
+    params = {k: v for k, v in features.params.items() if k != "library"}
+    model = get_model(features.descriptor, **params)
+    cache, out = {}, []
+    for kp in model.keypoint_patterns(features.keypoints):
+        if id(kp.pattern) not in cache:
+            cache[id(kp.pattern)] = (kp.pattern, trimmed(replace(kp, origin=(0, 0))))
+        cut = cache[id(kp.pattern)][1]
+        out.append(replace(cut, level=kp.level, scale=kp.scale,
+                           origin=(kp.origin[0] + cut.origin[0], kp.origin[1] + cut.origin[1])))
+    return out
+
+
+def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.4):
+    """Reconstruct the image a feature file describes, yielding :class:`InversionProgress`.
+
+    Parameters
+    ----------
+    features : lbdviewer.features.FeatureSet
+    mode : {"joint", "patches"}
+        See the module notes.
+    iterations : int, optional
+        Iterations of the whole-image solver (``"joint"``) or of BIHT per
+        keypoint (``"patches"``); default
+        :data:`lbdviewer.reconstruct.DEFAULT_ITERATIONS` of the mode.
+    sparsity : float
+        Share of Haar coefficients BIHT keeps (``"patches"``; the joint
+        default solver, sign consistency, has no sparsity).
+
+    Yields
+    ------
+    InversionProgress
+        The last one carries the :class:`lbdviewer.reconstruct.ImageResult`
+        (image in ``[0, 1]``, 0 where no keypoint's patch reaches; covered
+        mask; ``params`` with every parameter, the descriptor and the number
+        of keypoints).
+
+    Raises
+    ------
+    ValueError
+        For a bad mode, iteration count or sparsity.
+
+    Examples
+    --------
+    >>> from lbdviewer.features import FeatureSet, Keypoints
+    >>> bits = np.random.default_rng(0).integers(0, 256, (1, 32), dtype=np.uint8)
+    >>> features = FeatureSet("opencv-brief", {}, (60, 60), Keypoints([30.0], [30.0]), bits, 256, "big")
+    >>> reports = list(iter_invert_features(features, mode="patches", iterations=5))
+    >>> reports[-1].result.image.shape, reports[-1].done == reports[-1].total
+    ((60, 60), True)
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    method = "consistency" if mode == "joint" else "biht"
+    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else iterations
+    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    if not 0.0 < sparsity <= 1.0:
+        raise ValueError(f"sparsity must be in (0, 1], got {sparsity!r}")
+    started = time.perf_counter()
+    patterns = keypoint_patterns(features)
+    runner = _joint if mode == "joint" else _patchwise
+    image = covered = consistency = None
+    for item in runner(features, patterns, int(iterations), sparsity):
+        if isinstance(item, InversionProgress):
+            yield item
+        else:
+            image, covered, consistency = item
+    params = {"descriptor": features.descriptor, "keypoints": len(features.keypoints), "mode": mode,
+              "method": method, "iterations": int(iterations), "sparsity": float(sparsity),
+              "image_shape": list(features.image_shape)}
+    result = ImageResult(image=np.where(covered, np.clip(image, 0.0, 1.0), 0.0), covered=covered, mode=mode,
+                         method=method, iterations=int(iterations), solver_bit_consistency=consistency,
+                         seconds=time.perf_counter() - started, params=params)
+    yield InversionProgress(done=1, total=1, image=result.image, result=result)
+
+
+def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4):
+    """Reconstruct the image a feature file describes.
+
+    Same parameters as :func:`iter_invert_features`; returns its final
+    :class:`lbdviewer.reconstruct.ImageResult`.
+    """
+    for progress in iter_invert_features(features, mode=mode, iterations=iterations, sparsity=sparsity):
+        if progress.result is not None:
+            return progress.result
+    raise AssertionError("iter_invert_features ended without a result")
+
+
+def _patchwise(features, patterns, iterations, sparsity):
+    import cv2
+
+    bits = features.bits()
+    height, width = features.image_shape
+    total = np.zeros((height, width))
+    weight = np.zeros((height, width))
+    consistent = 0.0
+    groups = {}
+    for k, kp in enumerate(patterns):
+        groups.setdefault(id(kp.pattern), []).append(k)
+    every = max(1, len(patterns) // PATCH_ESTIMATES)
+    done, reported = 0, 0
+    for rows in groups.values():
+        operator = DescriptorOperator(patterns[rows[0]].pattern)
+        for start in range(0, len(rows), PATCH_BATCH):
+            batch = rows[start:start + PATCH_BATCH]
+            state = BIHT(operator, bits[batch], iterations=iterations, sparsity=sparsity).run()
+            consistent += float(np.sum(state.bit_consistency))
+            for k, patch in zip(batch, state.x):
+                _place(total, weight, patterns[k], np.asarray(patch, dtype=np.float32), cv2)
+            done += len(batch)
+            estimate = None
+            if done - reported >= every:
+                reported = done
+                estimate = np.where(weight > 0, total / np.maximum(weight, 1.0), 0.0)
+            yield InversionProgress(done=done, total=len(patterns), image=estimate)
+    yield total / np.maximum(weight, 1.0), weight > 0, consistent / max(len(patterns), 1)
+
+
+def _place(total, weight, kp, patch, cv2):
+    """Add a level patch estimate, resized to level-0 pixels, at its place in ``total``."""
+    height, width = total.shape
+    size = max(1, int(round(kp.pattern.patch_size * kp.scale)))
+    if size != patch.shape[0]:
+        patch = cv2.resize(patch, (size, size), interpolation=cv2.INTER_LINEAR)
+    # level pixel (r, c) is centred at level-0 ((c + 0.5) * s - 0.5, (r + 0.5) * s - 0.5)
+    top = int(round((kp.origin[0] + 0.5) * kp.scale - 0.5))
+    left = int(round((kp.origin[1] + 0.5) * kp.scale - 0.5))
+    r0, c0 = max(top, 0), max(left, 0)
+    r1, c1 = min(top + size, height), min(left + size, width)
+    if r0 < r1 and c0 < c1:
+        total[r0:r1, c0:c1] += patch[r0 - top:r1 - top, c0 - left:c1 - left]
+        weight[r0:r1, c0:c1] += 1.0
+
+
+def _joint(features, patterns, iterations, sparsity):
+    height, width = features.image_shape
+    if not patterns:
+        yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None
+        return
+    mapped = [level0_pattern(kp) for kp in patterns]  # level-0 keypoints keep shared patterns shared
+    level0 = [pattern for pattern, _ in mapped]
+    origins = np.array([origin for _, origin in mapped], dtype=np.int64).reshape(-1, 2)
+    sizes = np.array([p.patch_size for p in level0], dtype=np.int64)
+    top, left = max(0, -int(origins[:, 0].min())), max(0, -int(origins[:, 1].min()))
+    bottom = max(0, int((origins[:, 0] + sizes).max()) - height)
+    right = max(0, int((origins[:, 1] + sizes).max()) - width)
+    shape = (height + top + bottom, width + left + right)
+    crop = (slice(top, top + height), slice(left, left + width))
+    for progress in iter_reconstruct_image(pack_bits(features.bits()), origins + [top, left], level0,
+                                           shape=shape, mode="joint", iterations=iterations,
+                                           sparsity=sparsity):
+        if progress.result is None:
+            estimate = None if progress.estimate is None else np.clip(progress.estimate[crop], 0.0, 1.0)
+            yield InversionProgress(done=progress.done, total=progress.total, image=estimate)
+            continue
+        result = progress.result
+        yield result.image[crop], result.covered[crop], result.solver_bit_consistency
+

@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+from skimage import data
+
+from lbdviewer.commands.extract import extract_features
+from lbdviewer.features import FeatureSet, Keypoints
+from lbdviewer.inversion import (InversionProgress, invert_features, iter_invert_features, keypoint_patterns,
+                                 level0_pattern, trimmed)
+from lbdviewer.library_models import KeypointPattern, get_model
+from lbdviewer.metrics import correlation
+from lbdviewer.operators import unpack_bits
+from lbdviewer.patterns.base import Pattern
+from lbdviewer.reconstruct import describe_sites
+
+
+@pytest.fixture(scope="module")
+def camera():
+    return data.camera()[::2, ::2] / 255.0
+
+
+@pytest.fixture(scope="module")
+def orb_features(camera):
+    return extract_features(camera, "orb", n_keypoints=25)
+
+
+@pytest.fixture(scope="module")
+def few_features(orb_features):
+    keep = np.arange(8)
+    return FeatureSet("orb", orb_features.params, orb_features.image_shape, orb_features.keypoints.take(keep),
+                      orb_features.descriptors[keep], 256, "little")
+
+
+def _bits_at(image, keypoint_pattern):
+    pattern, (row, col) = level0_pattern(keypoint_pattern)
+    return unpack_bits(describe_sites(image, [[row, col]], pattern), pattern.m)[0]
+
+
+def test_level0_patterns_reproduce_orb_bits_on_upper_pyramid_levels(camera):
+    features = extract_features(camera, "orb", n_keypoints=60)
+    agreement = []
+    for k, kp in enumerate(get_model("orb").keypoint_patterns(features.keypoints)):
+        pattern, (row, col) = level0_pattern(kp)
+        inside = row >= 0 and col >= 0 and row + pattern.patch_size <= 256 and col + pattern.patch_size <= 256
+        if kp.level > 0 and inside:
+            assert pattern.patch_size > kp.pattern.patch_size
+            agreement.append(np.mean(_bits_at(camera, kp) == features.bits()[k]))
+    assert len(agreement) >= 5 and np.mean(agreement) > 0.9
+
+
+def test_trimming_keeps_every_measurement_and_shrinks_freak_patches(camera):
+    keypoints = Keypoints([80.0, 150.0, 128.0], [90.0, 120.0, 128.0], [8.0, 12.0, 20.0], [0.0, 45.0, 200.0])
+    model = get_model("opencv-freak")
+    for kp in model.keypoint_patterns(keypoints):
+        cut = trimmed(kp)
+        assert cut.pattern.patch_size < kp.pattern.patch_size
+        np.testing.assert_array_equal(_bits_at(camera, cut), _bits_at(camera, kp))
+
+
+def test_trimming_keeps_shared_patterns_shared(camera):
+    features = extract_features(camera, "skimage-brief", n_keypoints=20)
+    patterns = keypoint_patterns(features)
+    assert len({id(kp.pattern) for kp in patterns}) == 1
+    model_patterns = get_model("skimage-brief").keypoint_patterns(features.keypoints)
+    for kp, original in zip(patterns, model_patterns):
+        np.testing.assert_array_equal(_bits_at(camera, kp), _bits_at(camera, original))
+
+
+def test_a_pattern_already_tight_is_returned_as_is():
+    pattern = Pattern("toy", 3, [[1.0, 1.0]], [1.0], [1.0], [[0, 0]])
+    kp = KeypointPattern(pattern, 0, (4, 5), 1.0)
+    assert trimmed(kp) is kp
+
+
+@pytest.mark.parametrize("mode", ["joint", "patches"])
+def test_both_modes_recover_the_photo_where_keypoints_are(camera, few_features, mode):
+    result = invert_features(few_features, mode=mode, iterations=30)
+    assert result.image.shape == camera.shape and result.mode == mode
+    assert 0.05 < result.covered.mean() < 1.0 and not result.image[~result.covered].any()
+    assert 0.0 <= result.image.min() and result.image.max() <= 1.0
+    assert correlation(camera, result.image, mask=result.covered) > 0.3
+    assert result.params["descriptor"] == "orb" and result.params["keypoints"] == 8
+
+
+def test_progress_counts_up_and_ends_with_the_result(few_features):
+    reports = list(iter_invert_features(few_features, iterations=10))
+    assert all(isinstance(r, InversionProgress) for r in reports)
+    assert all(r.result is None for r in reports[:-1]) and reports[-1].result is not None
+    fractions = [r.done / r.total for r in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert reports[-1].result.mode == "joint"  # the default
+    assert any(r.image is not None and r.image.shape == (256, 256) for r in reports[:-1])
+
+
+def test_closing_the_generator_cancels_the_joint_solve(few_features):
+    progress = iter_invert_features(few_features, iterations=400)
+    first = next(progress)
+    assert first.done < first.total
+    progress.close()  # must not hang on the solver thread
+
+
+def test_patchwise_progress_is_per_keypoint(few_features):
+    reports = list(iter_invert_features(few_features, mode="patches", iterations=5))
+    assert [r.done for r in reports[:-1]] == list(range(1, 9))
+
+
+def test_no_keypoints_gives_an_empty_result():
+    features = FeatureSet("orb", {}, (40, 50), Keypoints([], []), np.zeros((0, 32), np.uint8), 256, "little")
+    for mode in ("joint", "patches"):
+        result = invert_features(features, mode=mode, iterations=3)
+        assert result.image.shape == (40, 50) and not result.covered.any() and not result.image.any()
+
+
+@pytest.mark.parametrize("options, message", [({"mode": "wavelet"}, "mode must be one of"),
+                                              ({"iterations": 0}, "iterations must be a positive"),
+                                              ({"sparsity": 1.5}, "sparsity must be in")])
+def test_bad_options_are_value_errors(few_features, options, message):
+    with pytest.raises(ValueError, match=message):
+        invert_features(few_features, **options)
