@@ -13,6 +13,7 @@ Examples
 """
 
 from lbdviewer.features import FeatureSet, Keypoints, load_features, save_features
+from lbdviewer.inversion import invert_features, iter_invert_features
 from lbdviewer.io import load_image, sample_image, sample_images, save_json, save_png
 from lbdviewer.joint import JointOperator
 from lbdviewer.library_models import get_model
@@ -45,6 +46,8 @@ __all__ = [
     "get_model",
     "grid_sites",
     "image_metrics",
+    "invert_features",
+    "iter_invert_features",
     "iter_reconstruct_image",
     "iter_reconstruct_patches",
     "load_features",

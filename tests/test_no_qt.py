@@ -17,6 +17,9 @@ CORE_MODULES = [
     "lbdviewer.metrics",
     "lbdviewer.io",
     "lbdviewer.features",
+    "lbdviewer.inversion",
+    "lbdviewer.library_models",
+    "lbdviewer.figures",
     "lbdviewer.cli",
 ]
 
