@@ -18,9 +18,13 @@ one 3x3 Gaussian shared by all 1024 fields) are *filtered*: one correlation of
 the whole image with the stencil (OpenCV ``filter2D``) sampled at shifted
 positions, ``mean_f(s) = (k_f \star x)[c_s + a_f]``; the other fields (FREAK's
 43 boxes) are *direct*: a numba loop over their taps at each site. Measurements
-are then differences of two field means. Nothing of size ``S x N`` is formed,
-and the binary data term of BIHT is fused (bits stay packed, 8 a byte), so
-memory is ``O(HW + S M / 8)``.
+are then differences of two field means; identical fields of a pattern (BRIEF
+repeats ~40 % of its 1024 points) are read once. Nothing of size ``S x N`` is
+formed, and the data terms of BIHT (:meth:`JointOperator.binary_gradient`) and
+of the sign-consistency solver (:meth:`JointOperator.squared_hinge`) are
+fused with their back-projection (bits stay packed, 8 a byte), so memory is
+``O(HW + S M / 8)``. Sites are split into ranges run by the solvers' shared
+thread pool (``nogil`` kernels); each range back-projects into its own image.
 
 Sites may carry their own patterns (rotated or scaled keypoint patterns,
 different patch sizes); all patterns must have the same number of
@@ -37,9 +41,11 @@ import numpy as np
 
 from lbdviewer.operators import field_kernels
 from lbdviewer.patterns.base import Pattern
+from lbdviewer.solvers.base import thread_pool
 
 BACKENDS = ("auto", "direct", "filtered")
 FILTER_READS_PER_PIXEL = 0.25
+PARALLEL_MIN_SITES = 64  # fewer sites run in the calling thread
 TIE_ATOL = 0.5 / 255  # half an 8-bit grey level: smaller differences are invisible in the output
 
 
@@ -61,23 +67,21 @@ def _scatter_means(grads, out_x, out_filtered, base, f0, f1, field_group, field_
                    tap_offset, tap_weight):
     for f in range(f0, f1):
         g = grads[f - f0]
-        if g == 0.0:
-            continue
         group = field_group[f]
-        if group >= 0:
+        if group >= 0:  # no test of g: a mispredicted branch costs more than the add
             out_filtered[group, base + field_offset[f]] += g
-        else:
+        elif g != 0.0:
             for t in range(tap_start[f], tap_start[f + 1]):
                 out_x[base + tap_offset[t]] += tap_weight[t] * g
         grads[f - f0] = 0.0
 
 
 @numba.njit(cache=True, nogil=True)
-def _forward_kernel(x, filtered, site_base, site_pattern, field_start, field_group, field_offset, tap_start,
-                    tap_offset, tap_weight, pair_start, pair_a, pair_b, out):
+def _forward_kernel(x, filtered, site_lo, site_hi, site_base, site_pattern, field_start, field_group,
+                    field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out):
     means = np.empty(np.max(np.diff(field_start)), dtype=x.dtype)
     m = out.shape[1]
-    for s in range(site_base.shape[0]):
+    for s in range(site_lo, site_hi):
         p = site_pattern[s]
         base = site_base[s]
         _site_means(x, filtered, base, field_start[p], field_start[p + 1], field_group, field_offset,
@@ -88,11 +92,11 @@ def _forward_kernel(x, filtered, site_base, site_pattern, field_start, field_gro
 
 
 @numba.njit(cache=True, nogil=True)
-def _adjoint_kernel(y, site_base, site_pattern, field_start, field_group, field_offset, tap_start,
-                    tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered):
+def _adjoint_kernel(y, site_lo, site_hi, site_base, site_pattern, field_start, field_group, field_offset,
+                    tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered):
     grads = np.zeros(np.max(np.diff(field_start)), dtype=out_x.dtype)
     m = y.shape[1]
-    for s in range(site_base.shape[0]):
+    for s in range(site_lo, site_hi):
         p = site_pattern[s]
         i0 = pair_start[p]
         for i in range(m):
@@ -104,14 +108,23 @@ def _adjoint_kernel(y, site_base, site_pattern, field_start, field_group, field_
 
 
 @numba.njit(cache=True, nogil=True)
-def _binary_kernel(x, filtered, bits, tie, atol, site_base, site_pattern, field_start, field_group,
-                   field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, m,
-                   out_x, out_filtered):
+def _bits_kernel(x, filtered, bits, margin, hinge, tie, atol, m, site_lo, site_hi, site_base, site_pattern,
+                 field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start,
+                 pair_a, pair_b, out_x, out_filtered):
+    """Data terms against packed target bits, back-projected; returns ``(value, bits reproduced)``.
+
+    ``hinge``: residual ``-2 b [margin - b v]_+`` and value ``sum [.]_+^2``;
+    else the bit errors ``b - sign(v)`` halved (``b`` where the bit is wrong)
+    and value = the number of wrong bits. Branch-free inner loop: about half
+    the tests are active.
+    """
     size = np.max(np.diff(field_start))
     means = np.empty(size, dtype=x.dtype)
     grads = np.zeros(size, dtype=x.dtype)
-    mismatches = 0
-    for s in range(site_base.shape[0]):
+    tie_up = tie > 0
+    value = 0.0
+    agree = 0
+    for s in range(site_lo, site_hi):
         p = site_pattern[s]
         base = site_base[s]
         f0 = field_start[p]
@@ -119,22 +132,31 @@ def _binary_kernel(x, filtered, bits, tie, atol, site_base, site_pattern, field_
         _site_means(x, filtered, base, f0, f1, field_group, field_offset, tap_start, tap_offset,
                     tap_weight, means)
         i0 = pair_start[p]
-        any_wrong = False
+        touched = False
         for i in range(m):
             a = pair_a[i0 + i]
             b = pair_b[i0 + i]
             v = means[a] - means[b]
-            sign = 1 if v > atol else (-1 if v < -atol else tie)
-            bit = 2 * ((bits[s, i >> 3] >> (i & 7)) & 1) - 1
-            if sign != bit:
-                grads[a] += bit
-                grads[b] -= bit
-                mismatches += 1
-                any_wrong = True
-        if any_wrong:
+            bit = (bits[s, i >> 3] >> (i & 7)) & 1
+            sign = x.dtype.type(2 * np.int32(bit) - 1)
+            right = ((v > atol) | (tie_up & (v >= -atol))) == (bit == 1)
+            agree += right
+            if hinge:
+                r = max(margin[s, i] - sign * v, x.dtype.type(0.0))
+                g = x.dtype.type(-2.0) * sign * r
+                value += np.float64(r) * np.float64(r)
+            else:
+                g = sign * x.dtype.type(not right)
+                value += not right
+            grads[a] += g
+            grads[b] -= g
+            touched |= g != 0.0
+        if touched:
             _scatter_means(grads, out_x, out_filtered, base, f0, f1, field_group, field_offset,
                            tap_start, tap_offset, tap_weight)
-    return mismatches
+        else:
+            grads[: f1 - f0] = 0.0
+    return value, agree
 
 
 def _stencil(row, patch_size):
@@ -242,16 +264,23 @@ class JointOperator:
         height, width = self._shape2d
         n_pixels = height * width
         site_counts = np.bincount(self.site_pattern, minlength=len(self.patterns))
-        fields = []  # (pattern index, anchor r, anchor c, stencil, key)
+        fields = []  # (pattern index, anchor r, anchor c, stencil, key), each distinct field once
+        field_counts, field_index = [], []  # per pattern: distinct fields, field -> distinct field
         reads = {}
         for p, pattern in enumerate(self.patterns):
             matrix = field_kernels(pattern, self.kernel or pattern.kernel).tocsr()
             matrix.sort_indices()
+            seen, index = {}, np.empty(pattern.n_fields, dtype=np.int64)
             for f in range(pattern.n_fields):
                 r0, c0, stencil = _stencil(matrix[f], pattern.patch_size)
                 key = (stencil.shape, np.round(stencil * 1e9).astype(np.int64).tobytes())
-                reads[key] = reads.get(key, 0) + int(site_counts[p])
-                fields.append((p, r0, c0, stencil, key))
+                if (r0, c0, key) not in seen:  # BRIEF: 1024 fields, ~600 distinct
+                    seen[(r0, c0, key)] = len(seen)
+                    reads[key] = reads.get(key, 0) + int(site_counts[p])
+                    fields.append((p, r0, c0, stencil, key))
+                index[f] = seen[(r0, c0, key)]
+            field_counts.append(len(seen))
+            field_index.append(index)
         if backend == "filtered":
             chosen = set(reads)
         elif backend == "direct":
@@ -277,15 +306,15 @@ class JointOperator:
                 tap_start.append(tap_start[-1] + rows.size)
         dtype = self.dtype
         self._tables = (
-            np.cumsum([0] + [p.n_fields for p in self.patterns]).astype(np.int64),
+            np.cumsum([0] + field_counts).astype(np.int64),
             np.array(field_group, dtype=np.int64),
             np.array(field_offset, dtype=np.int64),
             np.array(tap_start, dtype=np.int64),
             np.array(tap_offset, dtype=np.int64),
             np.array(tap_weight, dtype=dtype),
             np.cumsum([0] + [p.m for p in self.patterns]).astype(np.int64),
-            np.concatenate([p.pairs[:, 0] for p in self.patterns]).astype(np.int64),
-            np.concatenate([p.pairs[:, 1] for p in self.patterns]).astype(np.int64),
+            np.concatenate([index[p.pairs[:, 0]] for p, index in zip(self.patterns, field_index)]),
+            np.concatenate([index[p.pairs[:, 1]] for p, index in zip(self.patterns, field_index)]),
         )
         self._site_base = (self.sites[:, 0] * width + self.sites[:, 1]).astype(np.int64)
 
@@ -337,50 +366,62 @@ class JointOperator:
             raise ValueError(f"{name} must have shape (..., {self._shape2d[0]}, {self._shape2d[1]}), got {x.shape}")
         return x.astype(self.dtype, copy=False)
 
-    def forward(self, x):
-        """Measurements of every site, ``A x``.
+    def _site_chunks(self):
+        """Bounds of the site ranges run in parallel (one range below ``PARALLEL_MIN_SITES`` sites a thread)."""
+        n_sites = len(self.sites)
+        n_chunks = min(numba.get_num_threads(), max(1, n_sites // PARALLEL_MIN_SITES))
+        return np.linspace(0, n_sites, n_chunks + 1).astype(np.int64)
 
-        Parameters
-        ----------
-        x : array_like, shape (..., H, W)
+    def _run_sites(self, chunk):
+        """``[chunk(index, lo, hi)]`` over the site ranges, in the shared thread pool if more than one."""
+        bounds = self._site_chunks()
+        tasks = [(index, bounds[index], bounds[index + 1]) for index in range(len(bounds) - 1)]
+        if len(tasks) == 1:
+            return [chunk(*tasks[0])]
+        return list(thread_pool().map(lambda task: chunk(*task), tasks))
 
-        Returns
-        -------
-        ndarray, shape (..., S, M)
+    def _back_project(self, kernel, *args):
+        """Run ``kernel(*args, lo, hi, <tables>, out_x, out_planes)`` over the site ranges.
+
+        Each range adds into its own image and filter planes; they are summed
+        and the planes correlated back. Returns the image (flat) and the
+        kernel's results, one per range.
         """
+        outputs = [(np.zeros(self._shape2d[0] * self._shape2d[1], dtype=self.dtype), self._new_planes())
+                   for _ in range(len(self._site_chunks()) - 1)]
+        results = self._run_sites(lambda index, lo, hi: kernel(
+            *args, lo, hi, self._site_base, self.site_pattern, *self._tables, *outputs[index]))
+        out, planes = outputs[0]
+        for other_out, other_planes in outputs[1:]:
+            out += other_out
+            planes += other_planes
+        self._unfilter(planes, out)
+        return out, results
+
+    def forward(self, x):
+        """Measurements of every site, ``A x``: images ``(..., H, W)`` to ``(..., S, M)``."""
         x = self._as_image(x, "x")
-        lead = x.shape[:-2]
         images = x.reshape(-1, *self._shape2d)
         out = np.empty((len(images), len(self.sites), self.m), dtype=self.dtype)
-        for index, image in enumerate(images):
+        for image, values in zip(images, out):
             image = np.ascontiguousarray(image)
-            _forward_kernel(image.ravel(), self._filter(image), self._site_base, self.site_pattern,
-                            *self._tables, out[index])
-        return out.reshape(*lead, len(self.sites), self.m)
+            flat, filtered = image.ravel(), self._filter(image)
+            self._run_sites(lambda index, lo, hi: _forward_kernel(
+                flat, filtered, lo, hi, self._site_base, self.site_pattern, *self._tables, values))
+        return out.reshape(*x.shape[:-2], len(self.sites), self.m)
 
     def adjoint(self, y):
-        """Back-projection ``A^T y``: each site's ``L^T y_s`` added at its place.
+        """Back-projection ``A^T y``, ``(..., S, M)`` to images ``(..., H, W)``.
 
-        Parameters
-        ----------
-        y : array_like, shape (..., S, M)
-
-        Returns
-        -------
-        ndarray, shape (..., H, W)
+        Each site's ``L^T y_s`` is added at its place; overlaps sum.
         """
         y = np.asarray(y)
         if y.shape[-2:] != self.range_shape or y.ndim < 2:
             raise ValueError(f"y must have shape (..., {len(self.sites)}, {self.m}), got {y.shape}")
-        lead = y.shape[:-2]
         batches = y.astype(self.dtype, copy=False).reshape(-1, *self.range_shape)
-        out = np.zeros((len(batches), self._shape2d[0] * self._shape2d[1]), dtype=self.dtype)
-        for index, batch in enumerate(batches):
-            planes = self._new_planes()
-            _adjoint_kernel(np.ascontiguousarray(batch), self._site_base, self.site_pattern, *self._tables,
-                            out[index], planes)
-            self._unfilter(planes, out[index])
-        return out.reshape(*lead, *self._shape2d)
+        out = np.stack([self._back_project(_adjoint_kernel, np.ascontiguousarray(batch))[0]
+                        for batch in batches])
+        return out.reshape(*y.shape[:-2], *self._shape2d)
 
     def binary_gradient(self, x, packed_bits):
         """Back-projected bit errors ``A^T (b - sign(A x)) / 2`` and their count, fused.
@@ -408,13 +449,64 @@ class JointOperator:
         expected = (len(self.sites), (self.m + 7) // 8)
         if packed_bits.dtype != np.uint8 or packed_bits.shape != expected:
             raise ValueError(f"packed_bits must be uint8 of shape {expected}, got {packed_bits.dtype} {packed_bits.shape}")
-        out = np.zeros(image.size, dtype=self.dtype)
-        planes = self._new_planes()
         tie = 1 if self.tie_positive else -1
-        mismatches = _binary_kernel(image.ravel(), self._filter(image), packed_bits, tie, TIE_ATOL,
-                                    self._site_base, self.site_pattern, *self._tables, self.m, out, planes)
-        self._unfilter(planes, out)
-        return out.reshape(self._shape2d), int(mismatches)
+        out, results = self._back_project(_bits_kernel, image.ravel(), self._filter(image), packed_bits,
+                                          np.zeros((1, 1), dtype=self.dtype), False, tie, TIE_ATOL, self.m)
+        return out.reshape(self._shape2d), int(sum(r[0] for r in results))
+
+    def squared_hinge(self, x, positive, margin, *, atol=TIE_ATOL):
+        r"""Squared hinge of the bits, its gradient and the bits reproduced, in one pass.
+
+        With :math:`s_{si} = \pm 1` the target bits and :math:`\delta_{si}` the margins,
+
+        .. math::  h(x) = \sum_{s,i} \big[\delta_{si} - s_{si} (A x)_{si}\big]_+^2, \qquad
+                   \nabla h = A^T\big(-2\, s \odot [\delta - s \odot A x]_+\big).
+
+        Parameters
+        ----------
+        x : array_like, shape (H, W)
+            Current estimate.
+        positive : ndarray of bool, shape (S, M), or of uint8, shape (S, ceil(M / 8))
+            Target bits (True = +1), or the same packed least-significant
+            first (:func:`lbdviewer.operators.pack_bits` of the ±1 bits).
+        margin : ndarray of float, shape (S, M)
+            :math:`\delta`.
+        atol : float
+            Tie tolerance of the bit count: :math:`|(Ax)_{si}| \le` ``atol`` is a tie.
+
+        Returns
+        -------
+        value : float
+            :math:`h(x)`, accumulated in float64.
+        gradient : ndarray, shape (H, W)
+        agree : int
+            Number of bits of ``sign(A x)`` (ties per the patterns) equal to the target.
+
+        Examples
+        --------
+        >>> from lbdviewer.patterns import make_pattern
+        >>> op = JointOperator((8, 8), [[0, 0]], make_pattern("brief", patch_size=8, m=16))
+        >>> value, gradient, agree = op.squared_hinge(np.full((8, 8), 0.5), np.ones((1, 16), bool),
+        ...                                           np.full((1, 16), 0.5, np.float32))
+        >>> round(value, 6), gradient.shape, agree
+        (4.0, (8, 8), 0)
+        """
+        image = np.ascontiguousarray(self._as_image(x, "x"))
+        packed_shape = (len(self.sites), (self.m + 7) // 8)
+        if positive.dtype == np.uint8 and positive.shape == packed_shape:
+            bits = np.ascontiguousarray(positive)
+        elif positive.dtype == bool and positive.shape == self.range_shape:
+            bits = np.packbits(positive, axis=1, bitorder="little")
+        else:
+            raise ValueError(f"positive must be bool {self.range_shape} or uint8 {packed_shape}, "
+                             f"got {positive.dtype} {positive.shape}")
+        if margin.shape != self.range_shape:
+            raise ValueError(f"margin must have shape {self.range_shape}, got {margin.shape}")
+        margin = np.ascontiguousarray(margin, dtype=self.dtype)
+        tie = 1 if self.tie_positive else -1
+        out, results = self._back_project(_bits_kernel, image.ravel(), self._filter(image), bits, margin,
+                                          True, tie, atol, self.m)
+        return float(sum(r[0] for r in results)), out.reshape(self._shape2d), int(sum(r[1] for r in results))
 
     def norm_estimate(self, *, iterations=30, rng=0):
         """Spectral norm ``||A||_2`` by the power method (cached after the first call)."""

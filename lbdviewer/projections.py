@@ -186,14 +186,16 @@ def project(x, constraint, *, ndim=2):
     return np.asarray(x)
 
 
-@numba.njit(cache=True)
-def mean_box_projection_inplace(z, mean):
-    """Project one flat vector ``z`` in place onto ``[0,1]^N`` with mean ``mean``.
+@numba.njit(cache=True, nogil=True)
+def mean_box_projection_inplace(z, mean, guess=np.nan):
+    """Project one flat vector ``z`` in place onto ``[0,1]^N`` with mean ``mean``; return the shift.
 
     Safeguarded Newton on the piecewise-linear :math:`f(\\mu)`: each Newton step
     lands on the root of the current linear piece, so the iteration stops,
     exactly, once the active set repeats; bisection on the bracket guards
-    against cycling. Accumulations are in float64.
+    against cycling. Accumulations are in float64. ``guess`` (e.g. the shift
+    returned for the previous iterate of a solver) starts the iteration when
+    it lies in the bracket; else it starts from the mean.
     """
     n = z.shape[0]
     target = mean * n
@@ -206,6 +208,8 @@ def mean_box_projection_inplace(z, mean):
         lo = min(lo, v - 1.0)
         hi = max(hi, v)
     mu = total / n - mean
+    if lo <= guess <= hi:
+        mu = guess
     for _ in range(200):
         n_upper = 0
         n_active = 0
@@ -237,3 +241,4 @@ def mean_box_projection_inplace(z, mean):
     for i in range(n):
         d = np.float64(z[i]) - mu
         z[i] = min(max(d, 0.0), 1.0)
+    return mu

@@ -218,20 +218,28 @@ def _split_rows_inplace(a, tmp, h, w, width, scale):
 
 
 @numba.njit(cache=True, inline="always")
-def _split_cols_inplace(a, tmp, h, w, width, scale):
-    """Split rows of every column of the top-left ``h x w`` block."""
+def _split_cols_inplace(a, block, h, w, width, scale):
+    """Split rows of every column of the top-left ``h x w`` block (``block``: h*w scratch).
+
+    Whole rows at a time, so the inner loops run over contiguous memory.
+    """
     pairs = h // 2
     n_low = h - pairs
-    for c in range(w):
-        for i in range(pairs):
-            u = a[(2 * i) * width + c]
-            v = a[(2 * i + 1) * width + c]
-            tmp[i] = (u + v) * scale
-            tmp[n_low + i] = (u - v) * scale
-        if h % 2:
-            tmp[pairs] = a[(h - 1) * width + c]
-        for i in range(h):
-            a[i * width + c] = tmp[i]
+    for i in range(pairs):
+        top = (2 * i) * width
+        low = i * w
+        high = (n_low + i) * w
+        for c in range(w):
+            u = a[top + c]
+            v = a[top + width + c]
+            block[low + c] = (u + v) * scale
+            block[high + c] = (u - v) * scale
+    if h % 2:
+        for c in range(w):
+            block[pairs * w + c] = a[(h - 1) * width + c]
+    for i in range(h):
+        for c in range(w):
+            a[i * width + c] = block[i * w + c]
 
 
 @numba.njit(cache=True, inline="always")
@@ -252,19 +260,24 @@ def _merge_rows_inplace(a, tmp, h, w, width, scale):
 
 
 @numba.njit(cache=True, inline="always")
-def _merge_cols_inplace(a, tmp, h, w, width, scale):
+def _merge_cols_inplace(a, block, h, w, width, scale):
     pairs = h // 2
     n_low = h - pairs
-    for c in range(w):
-        for i in range(pairs):
-            lo = a[i * width + c]
-            hi = a[(n_low + i) * width + c]
-            tmp[2 * i] = (lo + hi) * scale
-            tmp[2 * i + 1] = (lo - hi) * scale
-        if h % 2:
-            tmp[h - 1] = a[pairs * width + c]
-        for i in range(h):
-            a[i * width + c] = tmp[i]
+    for i in range(pairs):
+        low = i * width
+        high = (n_low + i) * width
+        top = (2 * i) * w
+        for c in range(w):
+            lo = a[low + c]
+            hi = a[high + c]
+            block[top + c] = (lo + hi) * scale
+            block[top + w + c] = (lo - hi) * scale
+    if h % 2:
+        for c in range(w):
+            block[(h - 1) * w + c] = a[pairs * width + c]
+    for i in range(h):
+        for c in range(w):
+            a[i * width + c] = block[i * w + c]
 
 
 @numba.njit(cache=True)
@@ -274,13 +287,14 @@ def haar_forward_inplace(a, tmp, height, width):
     ``tmp`` is scratch space of at least ``max(height, width)`` elements.
     """
     scale = a.dtype.type(_INV_SQRT2)
+    block = np.empty(height * width, dtype=a.dtype)
     h = height
     w = width
     while h > 1 or w > 1:
         if w > 1:
             _split_rows_inplace(a, tmp, h, w, width, scale)
         if h > 1:
-            _split_cols_inplace(a, tmp, h, w, width, scale)
+            _split_cols_inplace(a, block, h, w, width, scale)
         h = (h + 1) // 2
         w = (w + 1) // 2
 
@@ -289,6 +303,7 @@ def haar_forward_inplace(a, tmp, height, width):
 def haar_adjoint_inplace(a, tmp, height, width):
     """In-place :meth:`HaarTransform.adjoint` of one flat ``height x width`` image."""
     scale = a.dtype.type(_INV_SQRT2)
+    block = np.empty(height * width, dtype=a.dtype)
     n_levels = 0
     h = height
     w = width
@@ -303,6 +318,6 @@ def haar_adjoint_inplace(a, tmp, height, width):
             h = (h + 1) // 2
             w = (w + 1) // 2
         if h > 1:
-            _merge_cols_inplace(a, tmp, h, w, width, scale)
+            _merge_cols_inplace(a, block, h, w, width, scale)
         if w > 1:
             _merge_rows_inplace(a, tmp, h, w, width, scale)

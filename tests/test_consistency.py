@@ -54,14 +54,29 @@ def test_flat_image_with_tie_bits_stays_flat():
     assert np.ptp(state.x[0]) < 1e-6 and state.bit_consistency[0] == 1.0
 
 
-def test_closing_the_generator_stops_the_solver_thread(problem):
+def test_steps_run_in_the_calling_thread_and_can_be_closed(problem):
     _, op, bits = problem
     before = threading.active_count()
     steps = SignConsistency(op, bits, iterations=500).steps()
     first = next(steps)
-    assert first.iteration == 1 and threading.active_count() == before + 1
+    assert first.iteration == 1 and not first.finished and threading.active_count() == before
     steps.close()
     assert threading.active_count() == before
+
+
+def test_fused_hinge_matches_forward_and_adjoint(problem):
+    image, op, bits = problem
+
+    class Plain:  # the same operator without its fused squared_hinge
+        domain_shape, forward, adjoint, tie_positive = op.domain_shape, op.forward, op.adjoint, op.tie_positive
+
+    x0 = np.clip(image + 0.1, 0, 1)
+    fused = SignConsistency(op, bits, iterations=5, x0=x0)
+    plain = SignConsistency(Plain(), bits, iterations=5, x0=x0)
+    value, gradient, consistency = fused._evaluate(x0.ravel())
+    expected = plain._evaluate(x0.ravel())
+    assert np.isclose(value, expected[0], rtol=1e-6) and consistency == expected[2]
+    np.testing.assert_allclose(gradient, expected[1], atol=1e-6 * np.abs(expected[1]).max())
 
 
 def test_run_equals_last_step(problem):

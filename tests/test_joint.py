@@ -80,3 +80,60 @@ def test_bad_sites_and_patterns_are_named():
         JointOperator((20, 20), [[8, 8]], pattern)
     with pytest.raises(ValueError, match="same m"):
         JointOperator((20, 20), [[0, 0], [1, 1]], [pattern, make_pattern("brief", patch_size=16, m=16)])
+
+
+def test_site_ranges_in_parallel_give_the_serial_results(pattern, monkeypatch):
+    import lbdviewer.joint as joint
+
+    rng = np.random.default_rng(5)
+    sites = grid_sites((40, 40), patch_size=16, offset=4)
+    op = JointOperator((40, 40), sites, pattern, dtype=np.float64)
+    x, y = rng.random((40, 40)), rng.standard_normal(op.range_shape)
+    positive, margin = y > 0, np.abs(rng.standard_normal(op.range_shape)) * 0.01
+    packed = pack_bits(np.where(positive, 1, -1))
+
+    def everything():
+        return (op.forward(x), op.adjoint(y), op.binary_gradient(x, packed), op.squared_hinge(x, positive, margin))
+
+    monkeypatch.setattr(joint, "PARALLEL_MIN_SITES", 10**9)
+    serial = everything()
+    monkeypatch.setattr(joint, "PARALLEL_MIN_SITES", 1)
+    monkeypatch.setattr(joint.numba, "get_num_threads", lambda: 3)
+    assert len(op._site_chunks()) == 4
+    parallel = everything()
+    np.testing.assert_array_equal(parallel[0], serial[0])
+    np.testing.assert_allclose(parallel[1], serial[1], atol=1e-12)
+    np.testing.assert_allclose(parallel[2][0], serial[2][0], atol=1e-12)
+    assert parallel[2][1] == serial[2][1]
+    assert np.isclose(parallel[3][0], serial[3][0]) and parallel[3][2] == serial[3][2]
+    np.testing.assert_allclose(parallel[3][1], serial[3][1], atol=1e-12)
+
+
+def test_squared_hinge_is_the_hinge_of_forward_with_adjoint_gradient(pattern):
+    rng = np.random.default_rng(6)
+    sites = grid_sites((24, 24), patch_size=16, offset=4)
+    op = JointOperator((24, 24), sites, pattern, dtype=np.float64)
+    x = rng.random((24, 24))
+    positive = rng.random(op.range_shape) > 0.5
+    margin = np.where(positive, 0.01, 0.0)
+    value, gradient, agree = op.squared_hinge(x, positive, margin, atol=1e-9)
+    sign = np.where(positive, 1.0, -1.0)
+    values = op.forward(x)
+    residual = np.maximum(margin - sign * values, 0.0)
+    assert np.isclose(value, np.sum(residual**2))
+    np.testing.assert_allclose(gradient, op.adjoint(-2 * sign * residual), atol=1e-12)
+    assert agree == np.sum((sign_with_ties(values, tie_positive=op.tie_positive, atol=1e-9) > 0) == positive)
+
+
+def test_squared_hinge_takes_packed_bits_and_names_bad_shapes(pattern):
+    op = JointOperator((16, 16), [[0, 0]], pattern)
+    positive = np.random.default_rng(7).random((1, 64)) > 0.5
+    margin = np.full((1, 64), 0.01, np.float32)
+    x = np.random.default_rng(8).random((16, 16))
+    unpacked = op.squared_hinge(x, positive, margin)
+    packed = op.squared_hinge(x, pack_bits(np.where(positive, 1, -1)), margin)
+    assert unpacked[0] == packed[0] and unpacked[2] == packed[2]
+    with pytest.raises(ValueError, match=r"positive must be bool \(1, 64\) or uint8 \(1, 8\)"):
+        op.squared_hinge(x, positive[:, :60], margin)
+    with pytest.raises(ValueError, match=r"margin must have shape \(1, 64\)"):
+        op.squared_hinge(x, positive, margin[:, :60])

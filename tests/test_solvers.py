@@ -296,3 +296,20 @@ def test_primal_dual_accepts_bits(small):
     state = PrimalDualL1(small, small.describe(patches), lam=1.0, iterations=300).run()
     assert state.bit_consistency is not None and state.bit_consistency.mean() > 0.7
     assert state.bit_consistency.shape == (4,)
+
+
+def test_compiled_top_k_keeps_what_numpy_keeps():
+    from lbdviewer.solvers.base import keep_largest, keep_largest_inplace
+
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(rng.integers(1, 200))
+        k = int(rng.integers(1, n + 1))
+        c = rng.standard_normal(n).astype(np.float32)
+        if trial % 3 == 0:  # many ties, zeros and negative zeros
+            c = np.round(c * 2).astype(np.float32)
+            c[::5] = -0.0
+        got = c.copy()
+        keep_largest_inplace(got, k, np.empty(n, np.float32))
+        np.testing.assert_array_equal(got, keep_largest(c[None], k)[0])
+        assert np.count_nonzero(got) <= k

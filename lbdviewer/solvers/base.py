@@ -22,18 +22,23 @@ Three execution paths compute the same iterations:
 
 from __future__ import annotations
 
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+from scipy import sparse
 
-from ..projections import check_constraint, project
+from ..projections import check_constraint, mean_box_projection_inplace, project
 from ..wavelets import HaarTransform
 
 TRANSFORMS = ("haar", None)
+BACKENDS = ("auto", "fused", "batched", "reference")
+CONSTRAINT_CODES = {"patch": 0, "box": 1, None: 2}  # the constraint as the fused kernels take it
 PARALLEL_MIN_ROWS = 16
 _POOLS = {}  # thread pools of the fused path, by size
+_FACTORS = weakref.WeakKeyDictionary()  # operator -> (domain shape, SparseFactors)
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,100 @@ def operator_norm(operator, domain_shape, *, iterations=100, rng=0):
     return float(np.sqrt(value))
 
 
+def thread_pool():
+    """The shared pool of ``numba.get_num_threads()`` workers that runs ``nogil`` kernels."""
+    n_threads = numba.get_num_threads()
+    if n_threads not in _POOLS:
+        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="lbdviewer-solver")
+    return _POOLS[n_threads]
+
+
+class BatchedSolver:
+    """Driver shared by the batched solvers: backend choice, ``steps``/``run`` and the step loop.
+
+    Subclasses set ``self.iterations`` and implement ``_start() -> run`` (with
+    ``run.iteration``, ``run.active``, ``run.iterations_run``),
+    ``_snapshot(run, finished)``, ``_advance_fused(run, n_steps)`` and
+    ``_step_numpy(run)`` (one iteration of the batched or reference path).
+    """
+
+    def _bind(self, operator):
+        """Set ``operator``, ``domain_shape``, ``m``, ``n`` and ``tie_positive``."""
+        self.operator = operator
+        self.domain_shape = domain_shape_of(operator)
+        self.m, self.n = (int(s) for s in operator.shape)
+        self.tie_positive = tie_positive_of(operator)
+
+    def _configure(self, *, iterations, constraint, transform, backend):
+        """Validate and set the options every solver has (after :meth:`_bind`)."""
+        self.iterations = check_iterations(iterations)
+        self.constraint = check_constraint(constraint)
+        self.transform_kind, self.transform = resolve_transform(transform, self.domain_shape)
+        self._choose_backend(self.operator, backend)
+
+    def _choose_backend(self, operator, backend):
+        """Set ``backend`` ("auto" resolved) and ``_factors`` (fused path) or raise."""
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        factors = (sparse_factors(operator, self.domain_shape) if backend in ("auto", "fused")
+                   else None)
+        if backend == "fused" and factors is None:
+            raise ValueError("backend='fused' needs an operator with field_matrix and pair_matrix")
+        if backend == "auto":
+            backend = "fused" if factors is not None else "batched"
+        self.backend, self._factors = backend, factors
+
+    def _dense(self):
+        """``(L, W)`` as dense float64 matrices (built on first use, for the reference path)."""
+        if getattr(self, "_matrices", None) is None:
+            w = np.eye(self.n) if self.transform is None else self.transform.matrix()
+            self._matrices = (dense_matrix(self.operator, self.domain_shape), w)
+        return self._matrices
+
+    @property
+    def _grid(self):
+        """``(height, width)`` of one input (a 1-D domain is one row)."""
+        shape = self.domain_shape
+        return shape if len(shape) == 2 else (1, shape[0])
+
+    def steps(self):
+        """Iterate, yielding a :class:`SolverState` after every iteration.
+
+        Each call starts again from the initial point; the last state has
+        ``finished`` set (budget spent or every row frozen).
+        """
+        run = self._start()
+        while True:
+            self._advance(run, 1)
+            finished = run.iteration >= self.iterations or not run.active.any()
+            yield self._snapshot(run, finished)
+            if finished:
+                return
+
+    def run(self):
+        """Run to the end and return the final :class:`SolverState`.
+
+        Equal to the last state of :meth:`steps`, without the per-iteration copies.
+        """
+        run = self._start()
+        self._advance(run, self.iterations)
+        return self._snapshot(run, True)
+
+    def _advance(self, run, n_steps):
+        n_steps = min(n_steps, self.iterations - run.iteration)
+        if n_steps <= 0 or not run.active.any():
+            return
+        before = run.iterations_run.copy()
+        if self.backend == "fused":
+            self._advance_fused(run, n_steps)
+        else:
+            for _ in range(n_steps):
+                if not run.active.any():
+                    break
+                self._step_numpy(run)
+        run.iteration += int((run.iterations_run - before).max())
+
+
 def run_rows(kernel, active, *args):
     """Call ``kernel(rows, *args)`` on the active rows, split over threads if worthwhile.
 
@@ -197,9 +296,7 @@ def run_rows(kernel, active, *args):
     if rows.size < PARALLEL_MIN_ROWS or n_threads < 2:
         kernel(rows, *args)
         return
-    if n_threads not in _POOLS:
-        _POOLS[n_threads] = ThreadPoolExecutor(n_threads, thread_name_prefix="lbdviewer-solver")
-    pool = _POOLS[n_threads]
+    pool = thread_pool()
     chunks = np.array_split(rows, min(rows.size, 8 * n_threads))
     for future in [pool.submit(kernel, chunk, *args) for chunk in chunks]:
         future.result()
@@ -210,7 +307,16 @@ def run_rows(kernel, active, *args):
 
 @dataclass(frozen=True)
 class SparseFactors:
-    """CSR arrays (float32) of ``L = pairs @ fields`` for the numba kernels."""
+    """Arrays (float32) of ``L = pairs @ fields`` for the numba kernels.
+
+    Identical fields are stored once (BRIEF: 1024 fields, ~600 distinct).
+    When many fields share one dense ``stencil`` (BRIEF: a single 3x3
+    Gaussian), the forward kernel correlates the whole patch with it once
+    (dense, vectorised) and reads each such field at its ``anchor`` (flat
+    index of the stencil's top-left pixel; -1: the field has its own taps in
+    the CSR arrays ``f_*``); the adjoint scatters the stencil at the anchors.
+    ``pairs`` is CSR ``p_*`` over the distinct fields.
+    """
 
     f_ptr: np.ndarray
     f_idx: np.ndarray
@@ -218,15 +324,52 @@ class SparseFactors:
     p_ptr: np.ndarray
     p_idx: np.ndarray
     p_val: np.ndarray
-    n_fields: int
+    stencil: np.ndarray
+    anchor: np.ndarray
+    width: int
+
+    @property
+    def n_fields(self):
+        return self.anchor.shape[0]
+
+    @property
+    def arrays(self):
+        """The tuple the kernels take (:func:`sparse_forward`, :func:`sparse_adjoint`)."""
+        return (self.f_ptr, self.f_idx, self.f_val, self.p_ptr, self.p_idx, self.p_val,
+                self.stencil, self.anchor, self.width)
 
 
-def sparse_factors(operator):
-    """Return :class:`SparseFactors` if the operator exposes them, else None."""
+def _row_stencil(indices, data, width):
+    """A field as ``(anchor, dense stencil)`` over its bounding box of the 2-D domain."""
+    rows, cols = np.divmod(indices, width)
+    r0, c0 = rows.min(), cols.min()
+    stencil = np.zeros((rows.max() - r0 + 1, cols.max() - c0 + 1), dtype=np.float32)
+    stencil[rows - r0, cols - c0] = data
+    return int(r0 * width + c0), stencil
+
+
+def sparse_factors(operator, domain_shape):
+    """Return :class:`SparseFactors` if the operator exposes them, else None.
+
+    Built once per operator (cached while it lives): a solver is made for
+    every chunk of patches.
+    """
     if not (callable(getattr(operator, "field_matrix", None))
             and callable(getattr(operator, "pair_matrix", None))):
         return None
-    fields = operator.field_matrix().tocsr()
+    key = tuple(domain_shape)
+    try:
+        cached = _FACTORS.get(operator)
+    except TypeError:  # not weakly referenceable or not hashable: no cache
+        return _build_factors(operator, key)
+    if cached is None or cached[0] != key:
+        cached = (key, _build_factors(operator, key))
+        _FACTORS[operator] = cached
+    return cached[1]
+
+
+def _build_factors(operator, domain_shape):
+    fields = operator.field_matrix().tocsr().sorted_indices()
     pairs = operator.pair_matrix().tocsr()
     m, n = (int(s) for s in operator.shape)
     if fields.shape[1] != n or pairs.shape != (m, fields.shape[0]):
@@ -234,21 +377,82 @@ def sparse_factors(operator):
             f"operator field_matrix {fields.shape} and pair_matrix {pairs.shape} "
             f"do not factor shape {operator.shape}"
         )
+    height, width = domain_shape if len(domain_shape) == 2 else (1, n)
+    distinct, index, rows = {}, np.empty(fields.shape[0], dtype=np.int64), []
+    for f in range(fields.shape[0]):
+        lo, hi = fields.indptr[f], fields.indptr[f + 1]
+        key = (fields.indices[lo:hi].tobytes(), fields.data[lo:hi].astype(np.float32).tobytes())
+        if key not in distinct:
+            distinct[key] = len(rows)
+            rows.append((fields.indices[lo:hi], fields.data[lo:hi]))
+        index[f] = distinct[key]
+    shared = {}  # stencil bytes -> (stencil, [(distinct field, anchor)])
+    for f, (indices, data) in enumerate(rows):
+        if indices.size:
+            anchor, stencil = _row_stencil(indices, data, width)
+            entry = shared.setdefault((stencil.shape, stencil.tobytes()), (stencil, []))
+            entry[1].append((f, anchor))
+    stencil, users = max(shared.values(), key=lambda entry: len(entry[1]), default=(None, []))
+    anchors = np.full(len(rows), -1, dtype=np.int64)
+    if stencil is not None:
+        kh, kw = stencil.shape
+        # Filtering costs a pass over the patch; worth it when the fields cover it.
+        if len(users) * kh * kw >= (height - kh + 1) * (width - kw + 1) and kh * kw > 1:
+            for f, anchor in users:
+                anchors[f] = anchor
+        else:
+            stencil = None
+    tap_rows = [(np.empty(0, np.int64), np.empty(0)) if anchors[f] >= 0 else row
+                for f, row in enumerate(rows)]
+    f_ptr = np.cumsum([0] + [idx.size for idx, _ in tap_rows]).astype(np.int64)
+    pairs = pairs.tocoo()
+    remapped = sparse.csr_matrix((pairs.data, (pairs.row, index[pairs.col])), shape=(m, len(rows)))
+    remapped.sort_indices()
     return SparseFactors(
-        fields.indptr.astype(np.int64), fields.indices.astype(np.int64),
-        fields.data.astype(np.float32), pairs.indptr.astype(np.int64),
-        pairs.indices.astype(np.int64), pairs.data.astype(np.float32), fields.shape[0],
+        f_ptr, np.concatenate([idx for idx, _ in tap_rows]).astype(np.int64),
+        np.concatenate([val for _, val in tap_rows]).astype(np.float32),
+        remapped.indptr.astype(np.int64), remapped.indices.astype(np.int64),
+        remapped.data.astype(np.float32),
+        np.zeros((0, 0), np.float32) if stencil is None else stencil, anchors, int(width),
     )
 
 
-@numba.njit(cache=True)
-def sparse_forward(x, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, out):
-    """``out = pairs @ (fields_matrix @ x)`` for one flat patch (``fields`` is scratch)."""
-    for f in range(f_ptr.shape[0] - 1):
-        acc = np.float32(0.0)
-        for jj in range(f_ptr[f], f_ptr[f + 1]):
-            acc += f_val[jj] * x[f_idx[jj]]
-        fields[f] = acc
+@numba.njit(cache=True, nogil=True)
+def _filter_patch(x, stencil, width, plane):
+    """``plane[r, c] = sum_ij stencil[i, j] x[r + i, c + j]`` where the stencil fits (flat arrays).
+
+    Rows accumulate in a local buffer indexed by the loop counter only: numba
+    then drops its negative-index checks and LLVM vectorises (4x faster).
+    """
+    kh, kw = stencil.shape
+    height = x.shape[0] // width
+    span = width - kw + 1
+    row = np.empty(span, dtype=plane.dtype)
+    for r in range(height - kh + 1):
+        row[:] = 0.0
+        for i in range(kh):
+            for j in range(kw):
+                w = stencil[i, j]
+                source = x[(r + i) * width + j:]
+                for c in range(span):
+                    row[c] += w * source[c]
+        plane[r * width: r * width + span] = row
+
+
+@numba.njit(cache=True, nogil=True)
+def sparse_forward(x, factors, fields, plane, out):
+    """``out = pairs @ (fields_matrix @ x)`` for one flat patch (``fields``, ``plane`` are scratch)."""
+    f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, stencil, anchor, width = factors
+    if stencil.shape[0] > 0:
+        _filter_patch(x, stencil, width, plane)
+    for f in range(anchor.shape[0]):
+        if anchor[f] >= 0:
+            fields[f] = plane[anchor[f]]
+        else:
+            acc = np.float32(0.0)
+            for jj in range(f_ptr[f], f_ptr[f + 1]):
+                acc += f_val[jj] * x[f_idx[jj]]
+            fields[f] = acc
     for i in range(p_ptr.shape[0] - 1):
         acc = np.float32(0.0)
         for jj in range(p_ptr[i], p_ptr[i + 1]):
@@ -256,9 +460,16 @@ def sparse_forward(x, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, out):
         out[i] = acc
 
 
-@numba.njit(cache=True)
-def sparse_adjoint(r, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, out):
-    """``out = fields_matrix^T @ (pairs^T @ r)`` for one patch (``fields`` is scratch)."""
+@numba.njit(cache=True, nogil=True)
+def sparse_adjoint(r, factors, fields, out):
+    """``out = fields_matrix^T @ (pairs^T @ r)`` for one patch (``fields`` is scratch).
+
+    Zero entries of ``r`` and of the field gradients cost nothing (BIHT's
+    residual is mostly zero). Fields of the shared stencil are scattered tap
+    by tap from the stencil: measured faster than a dense correlation of the
+    patch unless nearly every field is non-zero.
+    """
+    f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, stencil, anchor, width = factors
     fields[:] = 0.0
     for i in range(p_ptr.shape[0] - 1):
         ri = r[i]
@@ -266,11 +477,43 @@ def sparse_adjoint(r, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, out):
             for jj in range(p_ptr[i], p_ptr[i + 1]):
                 fields[p_idx[jj]] += p_val[jj] * ri
     out[:] = 0.0
-    for f in range(f_ptr.shape[0] - 1):
+    kh, kw = stencil.shape
+    for f in range(anchor.shape[0]):
         g = fields[f]
-        if g != 0.0:
+        if g == 0.0:
+            continue
+        a = anchor[f]
+        if a >= 0:
+            for i in range(kh):
+                target = out[a + i * width: a + i * width + kw]
+                for j in range(kw):
+                    target[j] += stencil[i, j] * g
+        else:
             for jj in range(f_ptr[f], f_ptr[f + 1]):
                 out[f_idx[jj]] += f_val[jj] * g
+
+
+@numba.njit(cache=True, nogil=True)
+def differs(a, b):
+    """Whether two flat vectors differ anywhere (stops at the first difference)."""
+    for j in range(a.shape[0]):
+        if a[j] != b[j]:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def project_inplace(a, constraint, shift):
+    """Project one flat row on constraint 0 ("patch") or 1 ("box"); others are left alone.
+
+    ``shift`` is the previous "patch" shift (a warm start); the new one is returned.
+    """
+    if constraint == 0:
+        return mean_box_projection_inplace(a, 0.5, shift)
+    if constraint == 1:
+        for j in range(a.shape[0]):
+            a[j] = min(max(a[j], np.float32(0.0)), np.float32(1.0))
+    return shift
 
 
 def keep_largest(c, k):
@@ -296,54 +539,58 @@ def keep_largest(c, k):
     return np.where(keep, c, c.dtype.type(0))
 
 
-@numba.njit(cache=True)
-def _select_inplace(values, kth):
-    """The ``kth`` smallest entry of ``values`` (reordered in place): quickselect."""
-    lo = 0
-    hi = values.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        a, b, c = values[lo], values[mid], values[hi]
-        pivot = max(min(a, b), min(max(a, b), c))
-        i = lo
-        j = hi
-        while i <= j:
-            while values[i] < pivot:
-                i += 1
-            while values[j] > pivot:
-                j -= 1
-            if i <= j:
-                values[i], values[j] = values[j], values[i]
-                i += 1
-                j -= 1
-        if kth <= j:
-            hi = j
-        elif kth >= i:
-            lo = i
-        else:
-            break
-    return values[kth]
+@numba.njit(cache=True, nogil=True)
+def _select_key(keys, kth):
+    """The ``kth`` smallest of the uint32 ``keys`` (overwritten): radix select, 8 bits a pass.
+
+    Non-negative float32 values order like their bit patterns, so this selects
+    on magnitudes without comparisons that branch on the data.
+    """
+    counts = np.zeros(256, dtype=np.int64)
+    size = keys.shape[0]
+    prefix = np.uint32(0)
+    for shift in (24, 16, 8, 0):
+        counts[:] = 0
+        for j in range(size):
+            counts[(keys[j] >> shift) & 255] += 1
+        digit = 0
+        while kth >= counts[digit]:
+            kth -= counts[digit]
+            digit += 1
+        prefix |= np.uint32(digit) << shift
+        kept = 0  # keep the keys in the chosen bucket, in place at the front
+        for j in range(size):
+            key = keys[j]
+            keys[kept] = key
+            kept += ((key >> shift) & 255) == digit
+        size = kept
+    return prefix
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def keep_largest_inplace(c, k, magnitude):
-    """In-place :func:`keep_largest` of one flat vector (``magnitude`` is scratch)."""
+    """In-place :func:`keep_largest` of one flat float32 vector (``magnitude``: float32 scratch).
+
+    Magnitudes are compared as the bit patterns of ``|c|`` (sign bit cleared),
+    which order like the floats.
+    """
     n = c.shape[0]
     if k >= n:
         return
+    bits = c.view(np.uint32)
+    keys = magnitude.view(np.uint32)
     for j in range(n):
-        magnitude[j] = abs(c[j])
-    threshold = _select_inplace(magnitude, n - k)
+        keys[j] = bits[j] & np.uint32(0x7FFFFFFF)
+    threshold = _select_key(keys, n - k)
     n_above = 0
     for j in range(n):
-        if abs(c[j]) > threshold:
-            n_above += 1
+        n_above += (bits[j] & np.uint32(0x7FFFFFFF)) > threshold
     room = k - n_above
     for j in range(n):
-        v = abs(c[j])
-        if v < threshold:
+        key = bits[j] & np.uint32(0x7FFFFFFF)
+        if key < threshold:
             c[j] = 0.0
-        elif v == threshold:
+        elif key == threshold:
             if room > 0:
                 room -= 1
             else:

@@ -17,30 +17,24 @@ import numba
 import numpy as np
 
 from ..operators import sign_with_ties
-from ..projections import check_constraint, mean_box_projection_inplace
 from ..wavelets import haar_adjoint_inplace, haar_forward_inplace
 from .base import (
+    CONSTRAINT_CODES,
+    BatchedSolver,
     SolverState,
     check_data,
-    check_iterations,
     check_positive,
-    dense_matrix,
-    domain_shape_of,
+    differs,
     flat_start,
     frozen_copy,
     keep_largest,
     keep_largest_inplace,
+    project_inplace,
     project_rows,
-    resolve_transform,
     run_rows,
     sparse_adjoint,
-    sparse_factors,
     sparse_forward,
-    tie_positive_of,
 )
-
-BACKENDS = ("auto", "fused", "batched", "reference")
-_CONSTRAINT_CODES = {"patch": 0, "box": 1, None: 2}
 
 
 class _Run:
@@ -55,7 +49,7 @@ class _Run:
         self.inconsistent = np.zeros(x.shape[0], dtype=np.int64)
 
 
-class BIHT:
+class BIHT(BatchedSolver):
     r"""Binary Iterative Hard Thresholding for a batch of binary descriptors.
 
     Parameters
@@ -127,60 +121,17 @@ class BIHT:
 
     def __init__(self, operator, bits, *, sparsity=0.4, iterations=200, step=None,
                  constraint="patch", transform="haar", atol=1e-6, backend="auto"):
-        self.operator = operator
-        self.domain_shape = domain_shape_of(operator)
-        self.m, self.n = (int(s) for s in operator.shape)
+        self._bind(operator)
         self.bits = check_data("bits", bits, self.m, binary=True)
         if isinstance(sparsity, bool) or not 0.0 < sparsity <= 1.0:
             raise ValueError(f"sparsity must be in (0, 1], got {sparsity!r}")
         self.sparsity = float(sparsity)
         self.k = max(1, int(round(self.sparsity * self.n)))
-        self.iterations = check_iterations(iterations)
         self.step = 1.0 / self.m if step is None else check_positive("step", step)
-        self.constraint = check_constraint(constraint)
-        self.transform_kind, self.transform = resolve_transform(transform, self.domain_shape)
         self.atol = float(atol)
         if not self.atol >= 0.0:
             raise ValueError(f"atol must be >= 0, got {atol!r}")
-        self.tie_positive = tie_positive_of(operator)
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        self._factors = sparse_factors(operator) if backend in ("auto", "fused") else None
-        if backend == "fused" and self._factors is None:
-            raise ValueError("backend='fused' needs an operator with field_matrix and pair_matrix")
-        if backend == "auto":
-            backend = "fused" if self._factors is not None else "batched"
-        self.backend = backend
-        self._matrices = None
-
-    # -- public API ---------------------------------------------------------------
-
-    def steps(self):
-        """Iterate, yielding a :class:`SolverState` after every iteration.
-
-        Each call starts again from :math:`x^{(0)}`.
-
-        Yields
-        ------
-        SolverState
-            ``objective`` = number of inconsistent bits per row.
-        """
-        run = self._start()
-        while True:
-            self._advance(run, 1)
-            finished = run.iteration >= self.iterations or not run.active.any()
-            yield self._snapshot(run, finished)
-            if finished:
-                return
-
-    def run(self):
-        """Run to the end and return the final :class:`SolverState`.
-
-        Equal to the last state of :meth:`steps`, without the per-iteration copies.
-        """
-        run = self._start()
-        self._advance(run, self.iterations)
-        return self._snapshot(run, True)
+        self._configure(iterations=iterations, constraint=constraint, transform=transform, backend=backend)
 
     # -- internals ----------------------------------------------------------------
 
@@ -208,34 +159,19 @@ class BIHT:
             finished=bool(finished),
         )
 
-    def _advance(self, run, n_steps):
-        n_steps = min(n_steps, self.iterations - run.iteration)
-        if n_steps <= 0 or not run.active.any():
-            return
-        before = run.iterations_run.copy()
-        if self.backend == "fused":
-            self._advance_fused(run, n_steps)
-        else:
-            for _ in range(n_steps):
-                if not run.active.any():
-                    break
-                if self.backend == "batched":
-                    self._step_batched(run)
-                else:
-                    self._step_reference(run)
-        run.iteration += int((run.iterations_run - before).max())
-
     def _advance_fused(self, run, n_steps):
-        f = self._factors
-        height, width = (self.domain_shape if len(self.domain_shape) == 2
-                         else (1, self.domain_shape[0]))
         run_rows(
             _biht_rows, run.active, run.x, run.lx, self.bits, run.active, run.iterations_run, run.inconsistent,
             n_steps, run.iteration == 0, np.float32(self.step / 2), self.k,
-            _CONSTRAINT_CODES[self.constraint], height, width,
-            self.transform_kind == "haar", 1 if self.tie_positive else -1, self.atol,
-            f.f_ptr, f.f_idx, f.f_val, f.p_ptr, f.p_idx, f.p_val, f.n_fields,
+            CONSTRAINT_CODES[self.constraint], *self._grid,
+            self.transform_kind == "haar", 1 if self.tie_positive else -1, self.atol, self._factors.arrays,
         )
+
+    def _step_numpy(self, run):
+        if self.backend == "batched":
+            self._step_batched(run)
+        else:
+            self._step_reference(run)
 
     def _residual(self, bits, lx, first):
         if first:
@@ -276,10 +212,7 @@ class BIHT:
         self._update(run, rows, new_x, forward)
 
     def _step_reference(self, run):
-        if self._matrices is None:
-            w = np.eye(self.n) if self.transform is None else self.transform.matrix()
-            self._matrices = (dense_matrix(self.operator, self.domain_shape), w)
-        matrix, w = self._matrices
+        matrix, w = self._dense()
         first = run.iteration == 0 and run.iterations_run.max() == 0
         rows = np.flatnonzero(run.active)
         new_x = np.empty((rows.size, self.n))
@@ -296,14 +229,10 @@ def reference_biht(operator, bits, **options):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> class Diff:
-    ...     shape, domain_shape = (1, 2), (2,)
-    ...     def forward(self, x):
-    ...         return x[..., :1] - x[..., 1:]
-    ...     def adjoint(self, y):
-    ...         return np.concatenate([y, -y], axis=-1)
-    >>> reference_biht(Diff(), [[1]], sparsity=1.0, transform=None).x.round(3)
+    >>> class Identity:
+    ...     shape, domain_shape = (2, 2), (2,)
+    ...     forward = adjoint = staticmethod(np.asarray)
+    >>> reference_biht(Identity(), [[1, -1]], sparsity=1.0, transform=None).x
     array([[1., 0.]])
     """
     return BIHT(operator, bits, backend="reference", **options).run()
@@ -311,26 +240,25 @@ def reference_biht(operator, bits, **options):
 
 @numba.njit(cache=True, nogil=True)
 def _biht_rows(rows, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-               half_step, k, constraint, height, width, haar, tie, atol,
-               f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, n_fields):
+               half_step, k, constraint, height, width, haar, tie, atol, factors):
     for row in rows:
         _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-                  half_step, k, constraint, height, width, haar, tie, atol,
-                  f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, n_fields)
+                  half_step, k, constraint, height, width, haar, tie, atol, factors)
 
 
 @numba.njit(cache=True, nogil=True)
 def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-              half_step, k, constraint, height, width, haar, tie, atol,
-              f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, n_fields):
+              half_step, k, constraint, height, width, haar, tie, atol, factors):
     """``n_steps`` BIHT iterations of one row, in place; stops at a fixed point."""
     n = x.shape[1]
     m = bits.shape[1]
     a = np.empty(n, dtype=np.float32)
     scratch = np.empty(max(height, width), dtype=np.float32)
-    fields = np.empty(n_fields, dtype=np.float32)
+    fields = np.empty(factors[7].shape[0], dtype=np.float32)
+    plane = np.empty(n, dtype=np.float32)
     magnitude = np.empty(n, dtype=np.float32)
     residual = np.empty(m, dtype=np.float32)
+    shift = np.nan  # of the last projection: the next one starts there
     xr = x[row]
     lxr = lx[row]
     br = bits[row]
@@ -343,7 +271,7 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
                 v = lxr[i]
                 s = tie if abs(v) <= atol else (1 if v > 0 else -1)
                 residual[i] = br[i] - s
-        sparse_adjoint(residual, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, a)
+        sparse_adjoint(residual, factors, fields, a)
         for j in range(n):
             a[j] = xr[j] + half_step * a[j]
         if haar:
@@ -351,12 +279,8 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
         keep_largest_inplace(a, k, magnitude)
         if haar:
             haar_adjoint_inplace(a, scratch, height, width)
-        if constraint == 0:
-            mean_box_projection_inplace(a, 0.5)
-        elif constraint == 1:
-            for j in range(n):
-                a[j] = min(max(a[j], np.float32(0.0)), np.float32(1.0))
-        else:
+        shift = project_inplace(a, constraint, shift)
+        if constraint == 2:  # no domain: unit-norm estimates
             norm = 0.0
             for j in range(n):
                 norm += np.float64(a[j]) * a[j]
@@ -365,16 +289,11 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
                 for j in range(n):
                     a[j] *= scale
         iterations_run[row] += 1
-        changed = is_first
-        for j in range(n):
-            if a[j] != xr[j]:
-                changed = True
-                break
-        if not changed:
+        if not (is_first or differs(a, xr)):
             active[row] = False
             break
         xr[:] = a
-        sparse_forward(xr, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, lxr)
+        sparse_forward(xr, factors, fields, plane, lxr)
         count = 0
         for i in range(m):
             v = lxr[i]

@@ -13,28 +13,23 @@ import numba
 import numpy as np
 
 from ..operators import sign_with_ties
-from ..projections import check_constraint, mean_box_projection_inplace, project
+from ..projections import project
 from ..wavelets import haar_adjoint_inplace, haar_forward_inplace
 from .base import (
+    CONSTRAINT_CODES,
+    BatchedSolver,
     SolverState,
     check_data,
-    check_iterations,
     check_positive,
-    dense_matrix,
-    domain_shape_of,
+    differs,
     flat_start,
     frozen_copy,
     operator_norm,
-    resolve_transform,
+    project_inplace,
     run_rows,
     sparse_adjoint,
-    sparse_factors,
     sparse_forward,
-    tie_positive_of,
 )
-from .biht import BACKENDS
-
-_CONSTRAINT_CODES = {"patch": 0, "box": 1, None: 2}
 
 
 class _Run:
@@ -52,7 +47,7 @@ class _Run:
         self.objective = np.zeros(n_rows, dtype=np.float64)
 
 
-class PrimalDualL1:
+class PrimalDualL1(BatchedSolver):
     r"""Chambolle-Pock primal-dual solver for :math:`\ell_1` data fit + :math:`\ell_1` Haar sparsity.
 
     Parameters
@@ -127,59 +122,19 @@ class PrimalDualL1:
 
     def __init__(self, operator, b, *, lam=0.1, iterations=1000, theta=1.0,
                  constraint="patch", transform="haar", binary=None, backend="auto"):
-        self.operator = operator
-        self.domain_shape = domain_shape_of(operator)
-        self.m, self.n = (int(s) for s in operator.shape)
+        self._bind(operator)
         values = np.asarray(b)
         if binary is None:
             binary = bool(values.size) and bool(np.all((values == 1) | (values == -1)))
         self.binary = bool(binary)
         self.b = check_data("b", values, self.m, binary=self.binary).astype(np.float32)
         self.lam = check_positive("lam", lam)
-        self.iterations = check_iterations(iterations)
         if isinstance(theta, bool) or not 0.0 <= theta <= 1.0:
             raise ValueError(f"theta must be in [0, 1], got {theta!r}")
         self.theta = float(theta)
-        self.constraint = check_constraint(constraint)
-        self.transform_kind, self.transform = resolve_transform(transform, self.domain_shape)
-        self.tie_positive = tie_positive_of(operator)
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        self._factors = sparse_factors(operator) if backend in ("auto", "fused") else None
-        if backend == "fused" and self._factors is None:
-            raise ValueError("backend='fused' needs an operator with field_matrix and pair_matrix")
-        if backend == "auto":
-            backend = "fused" if self._factors is not None else "batched"
-        self.backend = backend
+        self._configure(iterations=iterations, constraint=constraint, transform=transform, backend=backend)
         self.gamma = float(np.sqrt(operator_norm(operator, self.domain_shape) ** 2 + 1.0))
         self.tau = self.sigma = 1.0 / self.gamma
-        self._matrices = None
-
-    # -- public API ---------------------------------------------------------------
-
-    def steps(self):
-        """Iterate, yielding a :class:`SolverState` after every iteration.
-
-        Each call starts again from the initial point.
-
-        Yields
-        ------
-        SolverState
-            ``objective`` = :math:`\\lambda\\|Lx - b\\|_1 + \\|Wx\\|_1` per row.
-        """
-        run = self._start()
-        while True:
-            self._advance(run, 1)
-            finished = run.iteration >= self.iterations or not run.active.any()
-            yield self._snapshot(run, finished)
-            if finished:
-                return
-
-    def run(self):
-        """Run to the end and return the final :class:`SolverState` (= last of :meth:`steps`)."""
-        run = self._start()
-        self._advance(run, self.iterations)
-        return self._snapshot(run, True)
 
     # -- internals ----------------------------------------------------------------
 
@@ -192,12 +147,6 @@ class PrimalDualL1:
         lx = np.asarray(self.operator.forward(x.reshape(shape)), dtype=x.dtype)
         wx = x if self.transform is None else self.transform.forward(x.reshape(shape))
         return lx.reshape(x.shape[0], self.m), wx.reshape(x.shape)
-
-    def _dense(self):
-        if self._matrices is None:
-            w = np.eye(self.n) if self.transform is None else self.transform.matrix()
-            self._matrices = (dense_matrix(self.operator, self.domain_shape), w)
-        return self._matrices
 
     def _start(self):
         dtype = np.float64 if self.backend == "reference" else np.float32
@@ -225,31 +174,13 @@ class PrimalDualL1:
             finished=bool(finished),
         )
 
-    def _advance(self, run, n_steps):
-        n_steps = min(n_steps, self.iterations - run.iteration)
-        if n_steps <= 0 or not run.active.any():
-            return
-        before = run.iterations_run.copy()
-        if self.backend == "fused":
-            self._advance_fused(run, n_steps)
-        else:
-            for _ in range(n_steps):
-                if not run.active.any():
-                    break
-                self._step_numpy(run)
-        run.iteration += int((run.iterations_run - before).max())
-
     def _advance_fused(self, run, n_steps):
-        f = self._factors
-        height, width = (self.domain_shape if len(self.domain_shape) == 2
-                         else (1, self.domain_shape[0]))
         run_rows(
             _primal_dual_rows, run.active, run.x, run.lx, run.wx, run.lx_bar, run.wx_bar, run.r, run.s, self.b,
             run.active, run.iterations_run, run.objective, n_steps,
             np.float32(self.lam), np.float32(self.sigma), np.float32(self.tau / 2),
-            np.float32(self.theta), _CONSTRAINT_CODES[self.constraint], height, width,
-            self.transform_kind == "haar", f.f_ptr, f.f_idx, f.f_val, f.p_ptr, f.p_idx,
-            f.p_val, f.n_fields,
+            np.float32(self.theta), CONSTRAINT_CODES[self.constraint], *self._grid,
+            self.transform_kind == "haar", self._factors.arrays,
         )
 
     def _step_numpy(self, run):
@@ -289,15 +220,11 @@ def reference_primal_dual(operator, b, **options):
     Examples
     --------
     >>> import numpy as np
-    >>> class Diff:
-    ...     shape, domain_shape = (1, 2), (2,)
-    ...     def forward(self, x):
-    ...         return x[..., :1] - x[..., 1:]
-    ...     def adjoint(self, y):
-    ...         return np.concatenate([y, -y], axis=-1)
-    >>> reference_primal_dual(Diff(), [[0.5]], lam=10.0, iterations=500,
-    ...                       transform=None).x.round(3)
-    array([[0.75, 0.25]])
+    >>> class Identity:
+    ...     shape, domain_shape = (2, 2), (2,)
+    ...     forward = adjoint = staticmethod(np.asarray)
+    >>> reference_primal_dual(Identity(), [[0.25, 0.75]], lam=10.0, transform=None).x.round(3)
+    array([[0.25, 0.75]])
     """
     return PrimalDualL1(operator, b, backend="reference", **options).run()
 
@@ -305,17 +232,16 @@ def reference_primal_dual(operator, b, **options):
 @numba.njit(cache=True, nogil=True)
 def _primal_dual_rows(rows, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations_run,
                       objective, n_steps, lam, sigma, half_tau, theta, constraint, height,
-                      width, haar, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, n_fields):
+                      width, haar, factors):
     for row in rows:
         _primal_dual_row(row, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations_run,
                          objective, n_steps, lam, sigma, half_tau, theta, constraint, height,
-                         width, haar, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, n_fields)
+                         width, haar, factors)
 
 
 @numba.njit(cache=True, nogil=True)
 def _primal_dual_row(row, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations_run, objective,
-                     n_steps, lam, sigma, half_tau, theta, constraint, height, width, haar,
-                     f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, n_fields):
+                     n_steps, lam, sigma, half_tau, theta, constraint, height, width, haar, factors):
     """``n_steps`` primal-dual iterations of one row, in place."""
     n = x.shape[1]
     m = b.shape[1]
@@ -323,8 +249,10 @@ def _primal_dual_row(row, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations
     ws = np.empty(n, dtype=np.float32)
     new_lx = np.empty(m, dtype=np.float32)
     scratch = np.empty(max(height, width), dtype=np.float32)
-    fields = np.empty(n_fields, dtype=np.float32)
+    fields = np.empty(factors[7].shape[0], dtype=np.float32)
+    plane = np.empty(n, dtype=np.float32)
     xr, rr, sr, br = x[row], r[row], s[row], b[row]
+    shift = np.nan  # of the last projection: the next one starts there
     lxr, wxr, lxb, wxb = lx[row], wx[row], lx_bar[row], wx_bar[row]
     for _ in range(n_steps):
         dual_changed = False
@@ -341,37 +269,31 @@ def _primal_dual_row(row, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations
             ws[j] = v
         if haar:
             haar_adjoint_inplace(ws, scratch, height, width)
-        sparse_adjoint(rr, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, z)
+        sparse_adjoint(rr, factors, fields, z)
         for j in range(n):
             z[j] = xr[j] - half_tau * (z[j] + ws[j])
-        if constraint == 0:
-            mean_box_projection_inplace(z, 0.5)
-        elif constraint == 1:
-            for j in range(n):
-                z[j] = min(max(z[j], np.float32(0.0)), np.float32(1.0))
+        shift = project_inplace(z, constraint, shift)
         iterations_run[row] += 1
-        changed = dual_changed
-        for j in range(n):
-            if z[j] != xr[j]:
-                changed = True
-                break
-        if not changed:
+        if not (dual_changed or differs(z, xr)):
             active[row] = False
             break
-        sparse_forward(z, f_ptr, f_idx, f_val, p_ptr, p_idx, p_val, fields, new_lx)
+        sparse_forward(z, factors, fields, plane, new_lx)
         for j in range(n):
             ws[j] = z[j]
         if haar:
             haar_forward_inplace(ws, scratch, height, width)
-        data = 0.0
         for i in range(m):
             lxb[i] = new_lx[i] + theta * (new_lx[i] - lxr[i])
             lxr[i] = new_lx[i]
-            data += abs(np.float64(new_lx[i]) - br[i])
-        prior = 0.0
         for j in range(n):
             wxb[j] = ws[j] + theta * (ws[j] - wxr[j])
             wxr[j] = ws[j]
             xr[j] = z[j]
-            prior += abs(np.float64(ws[j]))
-        objective[row] = lam * data + prior
+    # The objective of the current x, once per call: only snapshots read it.
+    data = 0.0
+    for i in range(m):
+        data += abs(np.float64(lxr[i]) - br[i])
+    prior = 0.0
+    for j in range(n):
+        prior += abs(np.float64(wxr[j]))
+    objective[row] = lam * data + prior
