@@ -159,13 +159,67 @@ def _bits_kernel(x, filtered, bits, margin, hinge, tie, atol, m, site_lo, site_h
     return value, agree
 
 
-def _stencil(row, patch_size):
-    """A CSR row of a field kernel as (anchor row, anchor col, dense stencil)."""
-    rows, cols = np.divmod(row.indices, patch_size)
-    r0, c0 = rows.min(), cols.min()
-    stencil = np.zeros((rows.max() - r0 + 1, cols.max() - c0 + 1))
-    stencil[rows - r0, cols - c0] = row.data
-    return int(r0), int(c0), stencil
+def _stencils(matrix, patch_size):
+    """Each row of a CSR field-kernel matrix as (anchor row, anchor col, dense stencil).
+
+    Reads the CSR arrays directly: slicing a scipy row costs ~100 us, which
+    dominated building operators with one pattern per keypoint.
+    """
+    rows, cols = np.divmod(matrix.indices, patch_size)
+    for start, stop in zip(matrix.indptr[:-1], matrix.indptr[1:]):
+        r, c = rows[start:stop], cols[start:stop]
+        r0, c0 = r.min(), c.min()
+        stencil = np.zeros((r.max() - r0 + 1, c.max() - c0 + 1))
+        stencil[r - r0, c - c0] = matrix.data[start:stop]
+        yield int(r0), int(c0), stencil
+
+
+def index_patterns(patterns, n_sites):
+    """The distinct patterns of the sites and each site's index into them.
+
+    Parameters
+    ----------
+    patterns : Pattern or sequence of Pattern
+        One pattern for every site, or one per site. Patterns are told apart
+        by identity, so sites that share a Pattern object share its tables.
+    n_sites : int
+
+    Returns
+    -------
+    unique : list of Pattern
+    index : ndarray of int, shape (n_sites,)
+
+    Raises
+    ------
+    ValueError
+        Wrong count or type, or patterns whose ``m`` or tie rule differ.
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns import make_pattern
+    >>> a, b = make_pattern("brief", m=8), make_pattern("freak", m=8)
+    >>> unique, index = index_patterns([a, b, a], 3)
+    >>> len(unique), index.tolist()
+    (2, [0, 1, 0])
+    """
+    if isinstance(patterns, Pattern):
+        return [patterns], np.zeros(n_sites, dtype=np.int64)
+    patterns = list(patterns)
+    if len(patterns) != n_sites:
+        raise ValueError(f"patterns must be one Pattern or one per site ({n_sites}), got {len(patterns)}")
+    unique, index, ids = [], np.empty(n_sites, dtype=np.int64), {}
+    for s, pattern in enumerate(patterns):
+        if not isinstance(pattern, Pattern):
+            raise ValueError(f"patterns[{s}] must be a Pattern, got {type(pattern).__name__}")
+        if id(pattern) not in ids:
+            ids[id(pattern)] = len(unique)
+            unique.append(pattern)
+        index[s] = ids[id(pattern)]
+    if len({p.m for p in unique}) != 1:
+        raise ValueError(f"patterns must all have the same m, got {sorted({p.m for p in unique})}")
+    if len({bool(p.tie_positive) for p in unique}) != 1:
+        raise ValueError("patterns must all have the same tie_positive")
+    return unique, index
 
 
 class JointOperator:
@@ -222,7 +276,7 @@ class JointOperator:
         sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
         if len(sites) == 0:
             raise ValueError("sites must hold at least one site, got none")
-        unique, site_pattern = self._index_patterns(patterns, len(sites))
+        unique, site_pattern = index_patterns(patterns, len(sites))
         sizes = np.array([p.patch_size for p in unique])[site_pattern]
         height, width = shape
         if sites.min() < 0 or (sites[:, 0] + sizes).max() > height or (sites[:, 1] + sizes).max() > width:
@@ -239,27 +293,6 @@ class JointOperator:
         self._norm = None
 
     # -- construction ---------------------------------------------------
-    @staticmethod
-    def _index_patterns(patterns, n_sites):
-        if isinstance(patterns, Pattern):
-            return [patterns], np.zeros(n_sites, dtype=np.int64)
-        patterns = list(patterns)
-        if len(patterns) != n_sites:
-            raise ValueError(f"patterns must be one Pattern or one per site ({n_sites}), got {len(patterns)}")
-        unique, index, ids = [], np.empty(n_sites, dtype=np.int64), {}
-        for s, pattern in enumerate(patterns):
-            if not isinstance(pattern, Pattern):
-                raise ValueError(f"patterns[{s}] must be a Pattern, got {type(pattern).__name__}")
-            if id(pattern) not in ids:
-                ids[id(pattern)] = len(unique)
-                unique.append(pattern)
-            index[s] = ids[id(pattern)]
-        if len({p.m for p in unique}) != 1:
-            raise ValueError(f"patterns must all have the same m, got {sorted({p.m for p in unique})}")
-        if len({bool(p.tie_positive) for p in unique}) != 1:
-            raise ValueError("patterns must all have the same tie_positive")
-        return unique, index
-
     def _build_tables(self, backend):
         height, width = self._shape2d
         n_pixels = height * width
@@ -271,8 +304,7 @@ class JointOperator:
             matrix = field_kernels(pattern, self.kernel or pattern.kernel).tocsr()
             matrix.sort_indices()
             seen, index = {}, np.empty(pattern.n_fields, dtype=np.int64)
-            for f in range(pattern.n_fields):
-                r0, c0, stencil = _stencil(matrix[f], pattern.patch_size)
+            for f, (r0, c0, stencil) in enumerate(_stencils(matrix, pattern.patch_size)):
                 key = (stencil.shape, np.round(stencil * 1e9).astype(np.int64).tobytes())
                 if (r0, c0, key) not in seen:  # BRIEF: 1024 fields, ~600 distinct
                     seen[(r0, c0, key)] = len(seen)

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lbdviewer.joint import JointOperator
+from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.metrics import extract_patches
 from lbdviewer.operators import DescriptorOperator, pack_bits, unpack_bits
-from lbdviewer.patterns.base import Pattern
 from lbdviewer.sites import coverage
 from lbdviewer.solvers import BIHT, PrimalDualL1
 from lbdviewer.solvers.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency
@@ -106,22 +105,6 @@ class ImageProgress:
     result: ImageResult | None = None
 
 
-def _patterns_per_site(patterns, n_sites):
-    if isinstance(patterns, Pattern):
-        return [patterns], np.zeros(n_sites, dtype=np.int64)
-    patterns = list(patterns)
-    if len(patterns) != n_sites:
-        raise ValueError(f"patterns must be one Pattern or one per site ({n_sites}), got {len(patterns)}")
-    unique, index, ids = [], np.empty(n_sites, dtype=np.int64), {}
-    for s, pattern in enumerate(patterns):
-        if not isinstance(pattern, Pattern):
-            raise ValueError(f"patterns[{s}] must be a Pattern, got {type(pattern).__name__}")
-        index[s] = ids.setdefault(id(pattern), len(unique))
-        if index[s] == len(unique):
-            unique.append(pattern)
-    return unique, index
-
-
 def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESCRIBE_CHUNK):
     """The descriptor of every site of ``image``.
 
@@ -154,7 +137,7 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
     """
     image = np.asarray(image, dtype=np.float64)
     sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
-    unique, index = _patterns_per_site(patterns, len(sites))
+    unique, index = index_patterns(patterns, len(sites))
     m = unique[0].m
     out = np.empty((len(sites), (m + 7) // 8 if binary else m), dtype=np.uint8 if binary else np.float32)
     for p, pattern in enumerate(unique):
@@ -268,7 +251,7 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     """
     started = time.perf_counter()
     sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
-    unique, index = _patterns_per_site(patterns, len(sites))
+    unique, index = index_patterns(patterns, len(sites))
     m = unique[0].m
     kind, descriptors = _descriptor_kind(descriptors, m)
     if len(descriptors) != len(sites):

@@ -16,9 +16,10 @@ a one-sided squared hinge that is zero exactly when every bit is reproduced
 that takes ties, so flat areas that produced tie bits can stay flat), plus a
 smoothed total variation that fills regions between edges. A projected
 L-BFGS handles the box (SciPy's L-BFGS-B spends ~80 ms an iteration on its
-breakpoint search at 512 x 512, several times the objective itself). Bits only fix signs, so the pair ``(delta, mu)`` fixes the contrast:
-multiplying both by ``a`` scales the solution's contrast about 0.5 by ``a``
-until the box binds.
+breakpoint search at 512 x 512, several times the objective itself). Bits
+only fix signs, so the pair ``(delta, mu)`` fixes the contrast: multiplying
+both by ``a`` scales the solution's contrast about 0.5 by ``a`` until the box
+binds.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def _total_variation_kernel(x, epsilon, grad):
 
 
 class SignConsistency:
-    """Whole-image reconstruction from bits by L-BFGS-B on hinge + TV.
+    """Whole-image reconstruction from bits by projected L-BFGS on hinge + TV.
 
     Parameters
     ----------
@@ -128,7 +129,7 @@ class SignConsistency:
         512x512 photos at offset 8 (about 7 measurements per pixel); with far
         fewer measurements per pixel, lower it.
     iterations : int
-        L-BFGS-B iterations.
+        L-BFGS iterations.
     tie_positive : bool, optional
         Bit of a tie; default ``operator.tie_positive`` or False.
     x0 : array_like, optional
