@@ -584,8 +584,8 @@ class MainWindow(QMainWindow):
 
     def _whole_title(self):
         p = self.whole_parameters
-        where = f"grid, offset {p['offset']}" if p["sites"] == "grid" else "FAST keypoints"
-        return f"{p['family'].upper()} {jobs.whole_image_method(p)}, {p['mode']}, {where}"
+        where = f"N_off {p['offset']}" if p["sites"] == "grid" else "FAST"
+        return f"{p['family'].upper()}: {p['mode']} {jobs.whole_image_method(p)}, {where}"
 
     def _show_whole_metrics(self):
         from lbdviewer import metrics
