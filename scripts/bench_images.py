@@ -55,13 +55,14 @@ def run_row(spec):
         state = BIHT(DescriptorOperator(pattern, backend="dense"), unpack_bits(bits, pattern.m),
                      iterations=spec["iterations"] or 200, backend="batched").run()
         estimate, counts = average_patches(state.x, sites, image.shape)
-        covered = counts > 0
+        covered, method = counts > 0, "biht"
     else:
-        result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=spec["mode"], method="biht",
+        result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=spec["mode"],
                                    iterations=spec["iterations"])
-        estimate, covered = result.image, result.covered
+        estimate, covered, method = result.image, result.covered, result.method
     seconds = time.perf_counter() - started
-    return {**spec, "shape": list(image.shape), "sites": int(len(sites)), "seconds": round(seconds, 2),
+    return {**spec, "method": method, "shape": list(image.shape), "sites": int(len(sites)),
+            "seconds": round(seconds, 2),
             "setup_rss_mb": round(setup, 1), "peak_rss_mb": round(_rss_mb(), 1),
             "correlation": round(correlation(image, estimate, mask=covered), 4)}
 
@@ -90,12 +91,14 @@ def main(argv=None):
     specs = [{**base, "offset": offset, "descriptor": family, "mode": mode}
              for offset in offsets for family in ("brief", "freak") for mode in ("patches", "joint")]
     rows = []
-    header = f"{'offset':>6} {'descriptor':10} {'mode':9} {'sites':>7} {'seconds':>8} {'peak MB':>8} {'corr':>6}"
+    header = (f"{'offset':>6} {'descriptor':10} {'mode':9} {'method':12} {'sites':>7} {'seconds':>8} "
+              f"{'peak MB':>8} {'corr':>6}")
     print(header, flush=True)
     for spec in specs:
         row = _spawn(spec)
         rows.append(row)
-        print(f"{row['offset']:>6} {row['descriptor']:10} {row['mode']:9} {row['sites']:>7} {row['seconds']:>8.2f} "
+        print(f"{row['offset']:>6} {row['descriptor']:10} {row['mode']:9} {row['method']:12} {row['sites']:>7} "
+              f"{row['seconds']:>8.2f} "
               f"{row['peak_rss_mb']:>8.1f} {row['correlation']:>6.3f}", flush=True)
     for family in ("brief", "freak"):
         reference = _spawn({**base, "offset": 32, "descriptor": family, "mode": "reference"})
@@ -103,7 +106,7 @@ def main(argv=None):
                     None) or _spawn({**base, "offset": 32, "descriptor": family, "mode": "patches"})
         reference["ratio_to_default"] = round(reference["seconds"] / max(fast["seconds"], 1e-9), 2)
         rows.append(reference)
-        print(f"{32:>6} {family:10} {'dense ref':9} {reference['sites']:>7} {reference['seconds']:>8.2f} "
+        print(f"{32:>6} {family:10} {'dense ref':9} {'biht':12} {reference['sites']:>7} {reference['seconds']:>8.2f} "
               f"{reference['peak_rss_mb']:>8.1f} {reference['correlation']:>6.3f}  "
               f"= {reference['ratio_to_default']}x the default patchwise time", flush=True)
     if args.json:
