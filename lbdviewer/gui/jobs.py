@@ -150,4 +150,4 @@ def feature_updates(features, parameters):
     for progress in iter_invert_features(features, iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
         yield WholeUpdate(progress.done / max(progress.total, 1),
-                          None if progress.image is None else np.array(progress.image))
+                          None if progress.image is None else np.array(progress.image), progress.result)

@@ -347,7 +347,14 @@ class MainWindow(QMainWindow):
         return True
 
     def set_image(self, image, source):
-        """Show a float image in [0, 1] (H, W) and restart the views on it."""
+        """Show a float image in [0, 1] (H, W) and restart the views on it.
+
+        After a feature file, an image of the described size is taken for its
+        original: it is shown beside the inversion, which goes on undisturbed.
+        """
+        if self.features is not None and image.shape == tuple(self.features.image_shape):
+            self._show_features_original(image, source)
+            return
         self.whole_runner.stop()
         self.features = None
         self.source.set_keypoints(None)
@@ -367,6 +374,23 @@ class MainWindow(QMainWindow):
         self.rebuild()
         self.show_status(f"Loaded {source} ({width}x{height})")
         self.image_loaded.emit(source)
+
+    def _show_features_original(self, image, source):
+        self.image = np.ascontiguousarray(image)
+        self.image_source = source
+        name = os.path.basename(source)
+        self.source.set_image(self.image, f"{name} with the {len(self.features.keypoints.x)} "
+                                          f"{self.features.descriptor} keypoints of the feature file")
+        self.whole.original.show_array(self.image, autorange=True, metadata={"source": source})
+        self.whole.original.set_title(f"Original: {name}")
+        if self.whole_result is not None:
+            self._show_whole_metrics()
+        self.rebuild()
+        self.show_status(f"Loaded {source} as the original of the feature file")
+        self.image_loaded.emit(source)
+
+    def _original_of_features_loaded(self):
+        return self.features is not None and self.image_source != self.whole_parameters.get("features")
 
     def _textured_position(self):
         """Top-left (x, y) of the grid patch with the most contrast: a telling first patch."""
@@ -567,7 +591,9 @@ class MainWindow(QMainWindow):
         self.whole.set_running(False)
         if completed and self.features is not None:
             self.whole.result.set_title(f"Inverted from {self.features.descriptor} bits alone")
-            self.show_status("Feature file inverted")
+            if self._original_of_features_loaded():
+                self._show_whole_metrics()
+            self.show_status("Feature file inverted: open the original image to compare")
         elif completed and self.whole_result is not None:
             self.whole.result.set_title(self._whole_title())
             self._show_whole_metrics()

@@ -275,6 +275,28 @@ def test_feature_file_shows_keypoints_and_inverts_them(qtbot, window, tmp_path, 
     assert window.whole.result.array.shape == image.shape and window.whole.result.array.any()
 
 
+def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, window, tmp_path, make_image):
+    from lbdviewer.commands.extract import extract_features
+    from lbdviewer.features import save_features
+    from lbdviewer.io import save_png
+
+    image = np.tile(make_image(), (2, 2))
+    features, original = tmp_path / "orb.npz", tmp_path / "original.png"
+    save_features(features, extract_features(image, "orb", n_keypoints=20))
+    save_png(original, image)
+    window.parameters.iterations = 20
+    with qtbot.waitSignal(window.whole_finished, timeout=20000):
+        assert window.load_features_path(str(features))
+    inverted = window.whole.result.array.copy()
+    assert window.whole.metrics_label.text() == ""  # nothing to compare with yet
+    assert window.load_path(str(original))
+    np.testing.assert_array_equal(window.whole.result.array, inverted)  # the inversion stays
+    np.testing.assert_allclose(window.whole.original.array, window.image)
+    assert window.image.any() and len(window.source.keypoints_item.data) > 0
+    assert "r = " in window.whole.metrics_label.text()
+    assert "original.png" in window.whole.original.title.text
+
+
 def test_bad_feature_file_keeps_previous_image(qtbot, window, tmp_path):
     before = window.image.copy()
     bad = tmp_path / "bad.npz"
