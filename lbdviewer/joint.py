@@ -13,18 +13,25 @@ lets overlapping patches agree on one image instead of being averaged.
 
 Fast evaluation uses ``L = D K`` (pairs times field kernels): only field means
 are computed, never patches. A field kernel is a small dense stencil anchored
-in the patch; fields whose stencil is read many times over the image (BRIEF:
-one 3x3 Gaussian shared by all 1024 fields) are *filtered*: one correlation of
-the whole image with the stencil (OpenCV ``filter2D``) sampled at shifted
-positions, ``mean_f(s) = (k_f \star x)[c_s + a_f]``; the other fields (FREAK's
-43 boxes) are *direct*: a numba loop over their taps at each site. Measurements
-are then differences of two field means; identical fields of a pattern (BRIEF
-repeats ~40 % of its 1024 points) are read once. Nothing of size ``S x N`` is
-formed, and the data terms of BIHT (:meth:`JointOperator.binary_gradient`) and
-of the sign-consistency solver (:meth:`JointOperator.squared_hinge`) are
-fused with their back-projection (bits stay packed, 8 a byte), so memory is
-``O(HW + S M / 8)``. Sites are split into ranges run by the solvers' shared
-thread pool (``nogil`` kernels); each range back-projects into its own image.
+in the patch; fields whose stencil is read many times over the image are
+*filtered*: one correlation of the whole image with the stencil sampled at
+shifted positions, ``mean_f(s) = (k_f \star x)[c_s + a_f]`` (BRIEF: one 3x3
+Gaussian shared by all 1024 fields, OpenCV ``filter2D``; FREAK's boxes: all
+from one integral image, O(1) a pixel whatever their size); the others are
+*direct*: a loop over their taps at each site. Measurements are differences
+of two field means; identical fields of a pattern (BRIEF repeats ~40 % of its
+1024 points) are read once. Nothing of size ``S x N`` is formed.
+
+The kernels run over *blocks* of up to ``BLOCK_SITES`` consecutive sites with
+one pattern (a stretch of a grid row), the site as the inner, vectorised
+index: the block's field means ``(F, B)`` are gathered (strided slices of the
+planes when the sites are evenly spaced), every test then runs over the
+block at once, and gradients go back the same way. The data terms of BIHT
+(:meth:`JointOperator.binary_gradient`) and of the sign-consistency solver
+(:meth:`JointOperator.squared_hinge`) are fused with their back-projection
+and read the bits packed, 8 a byte, so memory is ``O(HW + S M / 8)``. Block
+ranges run in the solvers' shared thread pool (``nogil`` kernels); each range
+back-projects into its own image.
 
 Sites may carry their own patterns (rotated or scaled keypoint patterns,
 different patch sizes); all patterns must have the same number of
@@ -46,117 +53,262 @@ from lbdviewer.solvers.base import thread_pool
 BACKENDS = ("auto", "direct", "filtered")
 FILTER_READS_PER_PIXEL = 0.25
 PARALLEL_MIN_SITES = 64  # fewer sites run in the calling thread
+BLOCK_SITES = 64  # sites a block of the squared-hinge kernel handles at once (its buffers stay in L2)
 TIE_ATOL = 0.5 / 255  # half an 8-bit grey level: smaller differences are invisible in the output
 
 
 @numba.njit(cache=True, nogil=True)
-def _site_means(x, filtered, base, f0, f1, field_group, field_offset, tap_start, tap_offset, tap_weight, means):
-    for f in range(f0, f1):
-        group = field_group[f]
-        if group >= 0:
-            means[f - f0] = filtered[group, base + field_offset[f]]
-        else:
-            acc = 0.0
-            for t in range(tap_start[f], tap_start[f + 1]):
-                acc += tap_weight[t] * x[base + tap_offset[t]]
-            means[f - f0] = acc
+def _block_means(x, filtered, s0, n, stride, f0, f1, site_base, field_group, field_offset, tap_start, tap_offset,
+                 tap_weight, means):
+    """``means[f - f0, j]``: mean of field ``f`` at site ``s0 + j``, for the ``n`` sites of a block.
 
-
-@numba.njit(cache=True, nogil=True)
-def _scatter_means(grads, out_x, out_filtered, base, f0, f1, field_group, field_offset, tap_start,
-                   tap_offset, tap_weight):
-    for f in range(f0, f1):
-        g = grads[f - f0]
-        group = field_group[f]
-        if group >= 0:  # no test of g: a mispredicted branch costs more than the add
-            out_filtered[group, base + field_offset[f]] += g
-        elif g != 0.0:
-            for t in range(tap_start[f], tap_start[f + 1]):
-                out_x[base + tap_offset[t]] += tap_weight[t] * g
-        grads[f - f0] = 0.0
-
-
-@numba.njit(cache=True, nogil=True)
-def _forward_kernel(x, filtered, site_lo, site_hi, site_base, site_pattern, field_start, field_group,
-                    field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out):
-    means = np.empty(np.max(np.diff(field_start)), dtype=x.dtype)
-    m = out.shape[1]
-    for s in range(site_lo, site_hi):
-        p = site_pattern[s]
-        base = site_base[s]
-        _site_means(x, filtered, base, field_start[p], field_start[p + 1], field_group, field_offset,
-                    tap_start, tap_offset, tap_weight, means)
-        i0 = pair_start[p]
-        for i in range(m):
-            out[s, i] = means[pair_a[i0 + i]] - means[pair_b[i0 + i]]
-
-
-@numba.njit(cache=True, nogil=True)
-def _adjoint_kernel(y, site_lo, site_hi, site_base, site_pattern, field_start, field_group, field_offset,
-                    tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered):
-    grads = np.zeros(np.max(np.diff(field_start)), dtype=out_x.dtype)
-    m = y.shape[1]
-    for s in range(site_lo, site_hi):
-        p = site_pattern[s]
-        i0 = pair_start[p]
-        for i in range(m):
-            v = y[s, i]
-            grads[pair_a[i0 + i]] += v
-            grads[pair_b[i0 + i]] -= v
-        _scatter_means(grads, out_x, out_filtered, site_base[s], field_start[p], field_start[p + 1],
-                       field_group, field_offset, tap_start, tap_offset, tap_weight)
-
-
-@numba.njit(cache=True, nogil=True)
-def _bits_kernel(x, filtered, bits, margin, hinge, tie, atol, m, site_lo, site_hi, site_base, site_pattern,
-                 field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start,
-                 pair_a, pair_b, out_x, out_filtered):
-    """Data terms against packed target bits, back-projected; returns ``(value, bits reproduced)``.
-
-    ``hinge``: residual ``-2 b [margin - b v]_+`` and value ``sum [.]_+^2``;
-    else the bit errors ``b - sign(v)`` halved (``b`` where the bit is wrong)
-    and value = the number of wrong bits. Branch-free inner loop: about half
-    the tests are active.
+    Filtered fields are read from their plane (a strided slice when the
+    block's sites are evenly spaced, ``stride > 0``), the others from their taps.
     """
-    size = np.max(np.diff(field_start))
-    means = np.empty(size, dtype=x.dtype)
-    grads = np.zeros(size, dtype=x.dtype)
-    tie_up = tie > 0
-    value = 0.0
-    agree = 0
-    for s in range(site_lo, site_hi):
-        p = site_pattern[s]
-        base = site_base[s]
-        f0 = field_start[p]
-        f1 = field_start[p + 1]
-        _site_means(x, filtered, base, f0, f1, field_group, field_offset, tap_start, tap_offset,
-                    tap_weight, means)
-        i0 = pair_start[p]
-        touched = False
-        for i in range(m):
-            a = pair_a[i0 + i]
-            b = pair_b[i0 + i]
-            v = means[a] - means[b]
-            bit = (bits[s, i >> 3] >> (i & 7)) & 1
-            sign = x.dtype.type(2 * np.int32(bit) - 1)
-            right = ((v > atol) | (tie_up & (v >= -atol))) == (bit == 1)
-            agree += right
-            if hinge:
-                r = max(margin[s, i] - sign * v, x.dtype.type(0.0))
-                g = x.dtype.type(-2.0) * sign * r
-                value += np.float64(r) * np.float64(r)
-            else:
-                g = sign * x.dtype.type(not right)
-                value += not right
-            grads[a] += g
-            grads[b] -= g
-            touched |= g != 0.0
-        if touched:
-            _scatter_means(grads, out_x, out_filtered, base, f0, f1, field_group, field_offset,
-                           tap_start, tap_offset, tap_weight)
+    for f in range(f0, f1):
+        group, offset = field_group[f], field_offset[f]
+        if group >= 0 and stride > 0:
+            start = site_base[s0] + offset
+            for j in range(n):
+                means[f - f0, j] = filtered[group, start + j * stride]
+        elif group >= 0:
+            for j in range(n):
+                means[f - f0, j] = filtered[group, site_base[s0 + j] + offset]
         else:
-            grads[: f1 - f0] = 0.0
-    return value, agree
+            for j in range(n):
+                acc = x.dtype.type(0.0)
+                for t in range(tap_start[f], tap_start[f + 1]):
+                    acc += tap_weight[t] * x[site_base[s0 + j] + tap_offset[t]]
+                means[f - f0, j] = acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_scatter(grads, s0, n, stride, f0, f1, site_base, field_group, field_offset, tap_start, tap_offset,
+                   tap_weight, out_x, out_filtered):
+    """Adjoint of :func:`_block_means`: adds ``grads`` to the planes or taps, then zeroes ``grads``."""
+    for f in range(f0, f1):
+        group, offset = field_group[f], field_offset[f]
+        if group >= 0 and stride > 0:
+            start = site_base[s0] + offset
+            for j in range(n):
+                out_filtered[group, start + j * stride] += grads[f - f0, j]
+        elif group >= 0:
+            for j in range(n):
+                out_filtered[group, site_base[s0 + j] + offset] += grads[f - f0, j]
+        else:
+            for j in range(n):
+                g = grads[f - f0, j]
+                for t in range(tap_start[f], tap_start[f + 1]):
+                    out_x[site_base[s0 + j] + tap_offset[t]] += tap_weight[t] * g
+        grads[f - f0, :n] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward_blocks(x, filtered, block_start, block_stride, block_lo, block_hi, site_base, site_pattern,
+                    field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a,
+                    pair_b, out):
+    """``out[s, i]`` = difference of the two field means of test ``i`` at site ``s``, block by block."""
+    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    means = np.empty((np.max(np.diff(field_start)), width), dtype=x.dtype)
+    for block in range(block_lo, block_hi):
+        s0 = block_start[block]
+        n = block_start[block + 1] - s0
+        p = site_pattern[s0]
+        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        _block_means(x, filtered, s0, n, block_stride[block], f0, f1, site_base, field_group, field_offset,
+                     tap_start, tap_offset, tap_weight, means)
+        for i in range(out.shape[1]):
+            a, b = pair_a[i0 + i], pair_b[i0 + i]
+            for j in range(n):
+                out[s0 + j, i] = means[a, j] - means[b, j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base, site_pattern, field_start,
+                    field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b,
+                    out_x, out_filtered):
+    """Adds ``A^T y`` for the sites of blocks ``block_lo..block_hi`` to ``out_x`` and the planes."""
+    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    grads = np.zeros((np.max(np.diff(field_start)), width), dtype=out_x.dtype)
+    for block in range(block_lo, block_hi):
+        s0 = block_start[block]
+        n = block_start[block + 1] - s0
+        p = site_pattern[s0]
+        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        for i in range(y.shape[1]):
+            a, b = pair_a[i0 + i], pair_b[i0 + i]
+            for j in range(n):
+                grads[a, j] += y[s0 + j, i]
+            for j in range(n):
+                grads[b, j] -= y[s0 + j, i]
+        _block_scatter(grads, s0, n, block_stride[block], f0, f1, site_base, field_group, field_offset,
+                       tap_start, tap_offset, tap_weight, out_x, out_filtered)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _bit_test(values, positive, delta, hinge, tie_up, atol, step, squares, right, n):
+    """One test over a block's sites against its target bits (``positive`` 0/1).
+
+    ``hinge``: ``step = -2 s [d - s v]_+`` (``d`` on the strict side only)
+    and its square summed; else the bit error ``step = s`` where the bit is
+    wrong (``(b - sign v) / 2``). Counts the reproduced bits in ``right``.
+    """
+    zero, one, two = values.dtype.type(0.0), values.dtype.type(1.0), values.dtype.type(2.0)
+    for j in range(n):
+        v = values[j]
+        up = positive[j] == 1
+        sign = two * values.dtype.type(up) - one
+        agrees = ((v > atol) | (tie_up & (v >= -atol))) == up
+        right[j] += agrees
+        if hinge:
+            r = max(delta * values.dtype.type(up != tie_up) - sign * v, zero)
+            step[j] = -two * sign * r
+            squares[j] += np.float64(r) * np.float64(r)
+        else:
+            step[j] = sign * values.dtype.type(not agrees)
+
+
+@numba.njit(cache=True, nogil=True)
+def _unpack_block(bits, s0, n, m, positive):
+    """``positive[i, j]`` = bit ``i`` of site ``s0 + j`` (0 or 1) from bits packed least-significant first."""
+    for j in range(n):
+        for k in range(bits.shape[1]):
+            byte = bits[s0 + j, k]
+            for t in range(min(8, m - 8 * k)):
+                positive[8 * k + t, j] = (byte >> t) & 1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start, block_stride, block_lo, block_hi,
+                 site_base, site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
+                 pair_start, pair_a, pair_b, out_x, out_filtered):
+    """Data term against packed bits, back-projected; returns ``(sum of squares, bits reproduced)``.
+
+    Sites are processed a block at a time with the site as the inner,
+    vectorised index: field means gathered ``(F, B)``, bits unpacked
+    ``(M, B)``, then every test ``i`` runs over the block's sites at once
+    (:func:`_bit_test`) and its step goes back to the means.
+    ``margin[p, i]`` is the hinge margin of test ``i`` of pattern ``p``.
+    """
+    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    n_fields = np.max(np.diff(field_start))
+    means = np.empty((n_fields, width), dtype=x.dtype)
+    grads = np.zeros((n_fields, width), dtype=x.dtype)
+    positive = np.empty((m, width), dtype=np.uint8)
+    values = np.empty(width, dtype=x.dtype)
+    step = np.empty(width, dtype=x.dtype)
+    squares = np.zeros(width, dtype=np.float64)
+    right = np.zeros(width, dtype=np.int64)
+    for block in range(block_lo, block_hi):
+        s0 = block_start[block]
+        n = block_start[block + 1] - s0
+        p = site_pattern[s0]
+        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        stride = block_stride[block]
+        _block_means(x, filtered, s0, n, stride, f0, f1, site_base, field_group, field_offset, tap_start,
+                     tap_offset, tap_weight, means)
+        _unpack_block(bits, s0, n, m, positive)
+        for i in range(m):
+            a, b = pair_a[i0 + i], pair_b[i0 + i]
+            for j in range(n):
+                values[j] = means[a, j] - means[b, j]
+            _bit_test(values, positive[i], margin[p, i], hinge, tie_up, atol, step, squares, right, n)
+            for j in range(n):
+                grads[a, j] += step[j]
+            for j in range(n):
+                grads[b, j] -= step[j]
+        _block_scatter(grads, s0, n, stride, f0, f1, site_base, field_group, field_offset, tap_start, tap_offset,
+                       tap_weight, out_x, out_filtered)
+    return np.sum(squares), np.sum(right)
+
+
+@numba.njit(cache=True)
+def _site_blocks(site_base, site_pattern, limit):
+    """Split the sites, in order, into blocks of one pattern evenly spaced in memory (a grid row).
+
+    Returns the block bounds (``B + 1``) and each block's spacing in pixels
+    (0 for a single site). Blocks hold at most ``limit`` sites.
+    """
+    starts, strides = [0], []
+    first, stride = 0, 0
+    for s in range(1, site_base.shape[0]):
+        step = site_base[s] - site_base[s - 1]
+        if s - first == 1 and site_pattern[s] == site_pattern[first] and step > 0:
+            stride = step
+        elif s - first >= limit or site_pattern[s] != site_pattern[first] or step != stride or stride == 0:
+            starts.append(s)
+            strides.append(stride)
+            first, stride = s, 0
+    starts.append(site_base.shape[0])
+    strides.append(stride)
+    return np.array(starts, dtype=np.int64), np.array(strides, dtype=np.int64)
+
+
+def _is_box(stencil):
+    """Whether a stencil is one weight over its whole rectangle (a box: O(1) a pixel to filter with)."""
+    return bool(np.all(stencil == stencil.flat[0]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _box_planes(integral, boxes, planes):
+    """``planes[k, r W + c] = weight_k * (box sum of the image at (r, c), size h_k x w_k)`` from its integral.
+
+    ``integral`` is ``(H + 1, W + 1)`` float64 with ``integral[r, c]`` the
+    sum of ``image[:r, :c]``; ``boxes`` rows are ``(h, w, weight)``. Only
+    boxes inside the image are written (no field reads any other).
+    """
+    height, width = integral.shape[0] - 1, integral.shape[1] - 1
+    for k in range(boxes.shape[0]):
+        h, w, weight = int(boxes[k, 0]), int(boxes[k, 1]), boxes[k, 2]
+        for r in range(height - h + 1):
+            top, bottom = integral[r], integral[r + h]
+            row = planes[k, r * width:(r + 1) * width]
+            for c in range(width - w + 1):
+                row[c] = weight * (bottom[c + w] - top[c + w] - bottom[c] + top[c])
+
+
+@numba.njit(cache=True, nogil=True)
+def _integral(image):
+    """``(H + 1, W + 1)`` float64 integral image: ``out[r, c]`` = sum of ``image[:r, :c]``."""
+    height, width = image.shape
+    out = np.zeros((height + 1, width + 1))
+    for r in range(height):
+        running = 0.0
+        for c in range(width):
+            running += image[r, c]
+            out[r + 1, c + 1] = out[r, c + 1] + running
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _box_adjoint(planes, boxes, height, width, out):
+    """Adds the adjoint of :func:`_box_planes` applied to ``planes`` to the flat image ``out``.
+
+    Each plane value goes, with its box's weight and sign, to the four
+    corners of its box in an ``(H + 1, W + 1)`` array; the adjoint of the
+    integral image then gives every pixel ``(r, c)`` the sum of the corners
+    at ``(r' > r, c' > c)``, one suffix-sum sweep from the bottom row up.
+    """
+    corners = np.zeros((height + 1, width + 1))
+    for k in range(boxes.shape[0]):
+        h, w, weight = int(boxes[k, 0]), int(boxes[k, 1]), boxes[k, 2]
+        for r in range(height - h + 1):
+            values = planes[k, r * width:r * width + width - w + 1]
+            top, bottom = corners[r], corners[r + h]
+            for c in range(values.shape[0]):
+                top[c] += weight * values[c]
+                bottom[c] -= weight * values[c]
+            for c in range(values.shape[0]):
+                top[c + w] -= weight * values[c]
+                bottom[c + w] += weight * values[c]
+    below = np.zeros(width + 1)  # suffix sums of the rows below the current one
+    for r in range(height, 0, -1):
+        running = 0.0
+        for c in range(width, -1, -1):
+            running += corners[r, c]
+            below[c] += running
+        for c in range(width):
+            out[(r - 1) * width + c] += below[c + 1]
 
 
 def _stencils(matrix, patch_size):
@@ -238,8 +390,9 @@ class JointOperator:
         Field kernel; default each pattern's own.
     backend : {"auto", "direct", "filtered"}
         ``"auto"`` filters the image with a stencil when it is read at least
-        ``FILTER_READS_PER_PIXEL`` times per pixel, else reads taps directly;
-        the other two force one way (for tests).
+        ``FILTER_READS_PER_PIXEL`` times per pixel (a box: when reading its
+        taps directly would touch more values than the image has pixels),
+        else reads taps directly; the other two force one way (for tests).
     dtype : numpy dtype
         Working precision (float32 or float64).
 
@@ -299,7 +452,7 @@ class JointOperator:
         site_counts = np.bincount(self.site_pattern, minlength=len(self.patterns))
         fields = []  # (pattern index, anchor r, anchor c, stencil, key), each distinct field once
         field_counts, field_index = [], []  # per pattern: distinct fields, field -> distinct field
-        reads = {}
+        reads, stencils = {}, {}
         for p, pattern in enumerate(self.patterns):
             matrix = field_kernels(pattern, self.kernel or pattern.kernel).tocsr()
             matrix.sort_indices()
@@ -308,6 +461,7 @@ class JointOperator:
                 key = (stencil.shape, np.round(stencil * 1e9).astype(np.int64).tobytes())
                 if (r0, c0, key) not in seen:  # BRIEF: 1024 fields, ~600 distinct
                     seen[(r0, c0, key)] = len(seen)
+                    stencils[key] = stencil
                     reads[key] = reads.get(key, 0) + int(site_counts[p])
                     fields.append((p, r0, c0, stencil, key))
                 index[f] = seen[(r0, c0, key)]
@@ -318,14 +472,17 @@ class JointOperator:
         elif backend == "direct":
             chosen = set()
         else:
-            chosen = {key for key, count in reads.items() if count >= FILTER_READS_PER_PIXEL * n_pixels}
-        group_of, self._stencils = {}, []
+            chosen = {key for key, count in reads.items() if count >= FILTER_READS_PER_PIXEL * n_pixels
+                      or (_is_box(stencils[key]) and count * stencils[key].size >= n_pixels)}
+        # One filtered plane per chosen stencil: general stencils first, then boxes (filtered together).
+        planes = sorted((key for key in chosen), key=lambda key: _is_box(stencils[key]))
+        group_of = {key: group for group, key in enumerate(planes)}
+        self._stencils = [stencils[key].astype(self.dtype) for key in planes if not _is_box(stencils[key])]
+        self._boxes = np.array([(*stencils[key].shape, stencils[key].flat[0]) for key in planes
+                                if _is_box(stencils[key])], dtype=np.float64).reshape(-1, 3)
         field_group, field_offset, tap_start, tap_offset, tap_weight = [], [], [0], [], []
         for p, r0, c0, stencil, key in fields:
             if key in chosen:
-                if key not in group_of:
-                    group_of[key] = len(self._stencils)
-                    self._stencils.append(stencil.astype(self.dtype))
                 field_group.append(group_of[key])
                 field_offset.append(r0 * width + c0)
                 tap_start.append(tap_start[-1])
@@ -349,6 +506,7 @@ class JointOperator:
             np.concatenate([index[p.pairs[:, 1]] for p, index in zip(self.patterns, field_index)]),
         )
         self._site_base = (self.sites[:, 0] * width + self.sites[:, 1]).astype(np.int64)
+        self._block_start, self._block_stride = _site_blocks(self._site_base, self.site_pattern, BLOCK_SITES)
 
     # -- shapes ---------------------------------------------------------
     @property
@@ -365,8 +523,8 @@ class JointOperator:
 
     @property
     def n_filters(self):
-        """Number of distinct stencils evaluated by filtering the whole image."""
-        return len(self._stencils)
+        """Number of distinct stencils evaluated by filtering the whole image (boxes included)."""
+        return len(self._stencils) + len(self._boxes)
 
     def __repr__(self):
         return (f"JointOperator(shape={self._shape2d}, sites={len(self.sites)}, m={self.m}, "
@@ -374,23 +532,28 @@ class JointOperator:
 
     # -- kernels --------------------------------------------------------
     def _filter(self, image):
-        if not self._stencils:
-            return np.zeros((1, 1), dtype=self.dtype)
-        return np.stack([
-            cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT).ravel()
-            for stencil in self._stencils
-        ])
+        """The image correlated with every filtered stencil, one flat plane each (boxes from one integral image)."""
+        planes = self._new_planes()
+        for plane, stencil in zip(planes, self._stencils):
+            plane[:] = cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT).ravel()
+        if len(self._boxes):
+            _box_planes(_integral(image), self._boxes, planes[len(self._stencils):])
+        return planes
 
     def _unfilter(self, out_filtered, out_x):
+        """Add the adjoint of :meth:`_filter` applied to the planes ``out_filtered`` to the flat ``out_x``."""
         for stencil, plane in zip(self._stencils, out_filtered):
             h, w = stencil.shape
             flipped = np.ascontiguousarray(stencil[::-1, ::-1])
             out_x += cv2.filter2D(plane.reshape(self._shape2d), -1, flipped, anchor=(w - 1, h - 1),
                                   borderType=cv2.BORDER_CONSTANT).ravel()
+        if len(self._boxes):
+            _box_adjoint(out_filtered[len(self._stencils):], self._boxes, *self._shape2d, out_x)
 
     def _new_planes(self):
+        n_planes = len(self._stencils) + len(self._boxes)
         n_pixels = self._shape2d[0] * self._shape2d[1]
-        return np.zeros((max(len(self._stencils), 1), n_pixels if self._stencils else 1), dtype=self.dtype)
+        return np.zeros((max(n_planes, 1), n_pixels if n_planes else 1), dtype=self.dtype)
 
     def _as_image(self, x, name):
         x = np.asarray(x)
@@ -398,31 +561,32 @@ class JointOperator:
             raise ValueError(f"{name} must have shape (..., {self._shape2d[0]}, {self._shape2d[1]}), got {x.shape}")
         return x.astype(self.dtype, copy=False)
 
-    def _site_chunks(self):
-        """Bounds of the site ranges run in parallel (one range below ``PARALLEL_MIN_SITES`` sites a thread)."""
+    def _chunks(self):
+        """Bounds, in blocks, of the block ranges run in parallel (one range below ``PARALLEL_MIN_SITES`` sites a thread)."""
         n_sites = len(self.sites)
         n_chunks = min(numba.get_num_threads(), max(1, n_sites // PARALLEL_MIN_SITES))
-        return np.linspace(0, n_sites, n_chunks + 1).astype(np.int64)
+        return np.unique(np.searchsorted(self._block_start, np.linspace(0, n_sites, n_chunks + 1).astype(np.int64)))
 
-    def _run_sites(self, chunk):
-        """``[chunk(index, lo, hi)]`` over the site ranges, in the shared thread pool if more than one."""
-        bounds = self._site_chunks()
+    def _run_blocks(self, chunk):
+        """``[chunk(index, lo, hi)]`` over the block ranges, in the shared thread pool if more than one."""
+        bounds = self._chunks()
         tasks = [(index, bounds[index], bounds[index + 1]) for index in range(len(bounds) - 1)]
         if len(tasks) == 1:
             return [chunk(*tasks[0])]
         return list(thread_pool().map(lambda task: chunk(*task), tasks))
 
     def _back_project(self, kernel, *args):
-        """Run ``kernel(*args, lo, hi, <tables>, out_x, out_planes)`` over the site ranges.
+        """Run ``kernel(*args, <blocks>, lo, hi, <tables>, out_x, out_planes)`` over the block ranges.
 
         Each range adds into its own image and filter planes; they are summed
         and the planes correlated back. Returns the image (flat) and the
         kernel's results, one per range.
         """
         outputs = [(np.zeros(self._shape2d[0] * self._shape2d[1], dtype=self.dtype), self._new_planes())
-                   for _ in range(len(self._site_chunks()) - 1)]
-        results = self._run_sites(lambda index, lo, hi: kernel(
-            *args, lo, hi, self._site_base, self.site_pattern, *self._tables, *outputs[index]))
+                   for _ in range(len(self._chunks()) - 1)]
+        results = self._run_blocks(lambda index, lo, hi: kernel(
+            *args, self._block_start, self._block_stride, lo, hi, self._site_base, self.site_pattern,
+            *self._tables, *outputs[index]))
         out, planes = outputs[0]
         for other_out, other_planes in outputs[1:]:
             out += other_out
@@ -438,8 +602,9 @@ class JointOperator:
         for image, values in zip(images, out):
             image = np.ascontiguousarray(image)
             flat, filtered = image.ravel(), self._filter(image)
-            self._run_sites(lambda index, lo, hi: _forward_kernel(
-                flat, filtered, lo, hi, self._site_base, self.site_pattern, *self._tables, values))
+            self._run_blocks(lambda index, lo, hi: _forward_blocks(
+                flat, filtered, self._block_start, self._block_stride, lo, hi, self._site_base,
+                self.site_pattern, *self._tables, values))
         return out.reshape(*x.shape[:-2], len(self.sites), self.m)
 
     def adjoint(self, y):
@@ -451,7 +616,7 @@ class JointOperator:
         if y.shape[-2:] != self.range_shape or y.ndim < 2:
             raise ValueError(f"y must have shape (..., {len(self.sites)}, {self.m}), got {y.shape}")
         batches = y.astype(self.dtype, copy=False).reshape(-1, *self.range_shape)
-        out = np.stack([self._back_project(_adjoint_kernel, np.ascontiguousarray(batch))[0]
+        out = np.stack([self._back_project(_adjoint_blocks, np.ascontiguousarray(batch))[0]
                         for batch in batches])
         return out.reshape(*y.shape[:-2], *self._shape2d)
 
@@ -481,15 +646,18 @@ class JointOperator:
         expected = (len(self.sites), (self.m + 7) // 8)
         if packed_bits.dtype != np.uint8 or packed_bits.shape != expected:
             raise ValueError(f"packed_bits must be uint8 of shape {expected}, got {packed_bits.dtype} {packed_bits.shape}")
-        tie = 1 if self.tie_positive else -1
-        out, results = self._back_project(_bits_kernel, image.ravel(), self._filter(image), packed_bits,
-                                          np.zeros((1, 1), dtype=self.dtype), False, tie, TIE_ATOL, self.m)
-        return out.reshape(self._shape2d), int(sum(r[0] for r in results))
+        out, results = self._back_project(_bits_blocks, image.ravel(), self._filter(image), packed_bits,
+                                          np.zeros((len(self.patterns), self.m), dtype=self.dtype), False,
+                                          self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
+        agree = sum(r[1] for r in results)
+        return out.reshape(self._shape2d), int(len(self.sites) * self.m - agree)
 
     def squared_hinge(self, x, positive, margin, *, atol=TIE_ATOL):
         r"""Squared hinge of the bits, its gradient and the bits reproduced, in one pass.
 
-        With :math:`s_{si} = \pm 1` the target bits and :math:`\delta_{si}` the margins,
+        With :math:`s_{si} = \pm 1` the target bits and :math:`\delta_{si}` the
+        margins (``margin`` of the site's pattern on the strict side of the
+        test, 0 on the side that takes ties),
 
         .. math::  h(x) = \sum_{s,i} \big[\delta_{si} - s_{si} (A x)_{si}\big]_+^2, \qquad
                    \nabla h = A^T\big(-2\, s \odot [\delta - s \odot A x]_+\big).
@@ -501,8 +669,10 @@ class JointOperator:
         positive : ndarray of bool, shape (S, M), or of uint8, shape (S, ceil(M / 8))
             Target bits (True = +1), or the same packed least-significant
             first (:func:`lbdviewer.operators.pack_bits` of the ±1 bits).
-        margin : ndarray of float, shape (S, M)
-            :math:`\delta`.
+        margin : float or array_like, shape (len(patterns), M)
+            Margin of each test of each pattern (rows in the order of
+            :attr:`patterns`), asked of strict tests only: memory stays
+            ``O(M)`` per pattern, not per site.
         atol : float
             Tie tolerance of the bit count: :math:`|(Ax)_{si}| \le` ``atol`` is a tie.
 
@@ -518,8 +688,7 @@ class JointOperator:
         --------
         >>> from lbdviewer.patterns import make_pattern
         >>> op = JointOperator((8, 8), [[0, 0]], make_pattern("brief", patch_size=8, m=16))
-        >>> value, gradient, agree = op.squared_hinge(np.full((8, 8), 0.5), np.ones((1, 16), bool),
-        ...                                           np.full((1, 16), 0.5, np.float32))
+        >>> value, gradient, agree = op.squared_hinge(np.full((8, 8), 0.5), np.ones((1, 16), bool), 0.5)
         >>> round(value, 6), gradient.shape, agree
         (4.0, (8, 8), 0)
         """
@@ -532,13 +701,17 @@ class JointOperator:
         else:
             raise ValueError(f"positive must be bool {self.range_shape} or uint8 {packed_shape}, "
                              f"got {positive.dtype} {positive.shape}")
-        if margin.shape != self.range_shape:
-            raise ValueError(f"margin must have shape {self.range_shape}, got {margin.shape}")
-        margin = np.ascontiguousarray(margin, dtype=self.dtype)
-        tie = 1 if self.tie_positive else -1
-        out, results = self._back_project(_bits_kernel, image.ravel(), self._filter(image), bits, margin,
-                                          True, tie, atol, self.m)
-        return float(sum(r[0] for r in results)), out.reshape(self._shape2d), int(sum(r[1] for r in results))
+        table_shape = (len(self.patterns), self.m)
+        margin = np.asarray(margin, dtype=self.dtype)
+        if margin.ndim == 0:
+            margin = np.full(table_shape, margin, dtype=self.dtype)
+        if margin.shape != table_shape:
+            raise ValueError(f"margin must be a number or have shape {table_shape}, got {margin.shape}")
+        out, results = self._back_project(
+            _bits_blocks, image.ravel(), self._filter(image), bits, np.ascontiguousarray(margin), True,
+            self.tie_positive, self.dtype.type(atol), self.m)
+        return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
+                int(sum(r[1] for r in results)))
 
     def norm_estimate(self, *, iterations=30, rng=0):
         """Spectral norm ``||A||_2`` by the power method (cached after the first call)."""

@@ -82,6 +82,48 @@ def grid_sites(shape, *, patch_size=32, offset=8):
     return grid.reshape(-1, 2)
 
 
+def coarser_grid(sites, *, spacing=8):
+    """The sites of a sub-grid at least ``spacing`` pixels apart, when ``sites`` form a denser grid.
+
+    Every ``k``-th row and column of the grid is kept, with ``k`` the
+    smallest step that reaches ``spacing``, and the last row and column
+    always (they are flush with the border, so the sub-grid covers every
+    pixel the grid covers). A coarse solve on these sites is a cheap start
+    for a dense one.
+
+    Parameters
+    ----------
+    sites : array_like of int, shape (S, 2)
+    spacing : int
+
+    Returns
+    -------
+    ndarray of bool, shape (S,), or None
+        Which sites to keep; None when the sites are not a full grid (rows x
+        columns) or are already at least ``spacing`` apart.
+
+    Examples
+    --------
+    >>> sites = grid_sites((48, 48), patch_size=32, offset=2)
+    >>> keep = coarser_grid(sites, spacing=8)
+    >>> sorted(set(sites[keep, 0].tolist()))
+    [0, 8, 16]
+    >>> coarser_grid(grid_sites((48, 48), patch_size=32, offset=8)) is None
+    True
+    """
+    sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
+    rows, cols = np.unique(sites[:, 0]), np.unique(sites[:, 1])
+    if len(sites) != len(rows) * len(cols) or len(np.unique(sites, axis=0)) != len(sites):
+        return None
+    steps = np.concatenate([np.diff(rows), np.diff(cols)])
+    if len(steps) == 0 or steps.min() >= spacing:
+        return None
+    every = -(-spacing // int(steps.min()))
+    kept_rows = np.union1d(rows[::every], rows[-1:])
+    kept_cols = np.union1d(cols[::every], cols[-1:])
+    return np.isin(sites[:, 0], kept_rows) & np.isin(sites[:, 1], kept_cols)
+
+
 def sites_from_points(points, shape, *, patch_size=32):
     """Sites of patches centred on points ``(x, y)``; points too near the border are dropped.
 

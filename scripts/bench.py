@@ -5,7 +5,8 @@ Real 32x32 patches of ``skimage.data.camera()``, M = 512, paper defaults (BIHT
 for BRIEF (1024 tiny Gaussian fields) and FREAK (43 box fields); BIHT inverts
 bits, primal-dual real-valued descriptors. Prints
 patches/s of both paths, their ratio, the mean iterations a patch ran before
-its early stop and the mean bit consistency of the result.
+its early stop, the mean bit consistency of the result and its mean
+correlation with the original patches.
 
 Run: ``/work/venv/bin/python scripts/bench.py [--quick]``.
 """
@@ -23,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from skimage import data  # noqa: E402
 
+from lbdviewer.metrics import correlation  # noqa: E402
 from lbdviewer.operators import DescriptorOperator  # noqa: E402
 from lbdviewer.patterns import make_pattern  # noqa: E402
 from lbdviewer.solvers import BIHT, PrimalDualL1  # noqa: E402
@@ -52,7 +54,7 @@ def main(argv=None):
     n_reference = {"biht": 2 if args.quick else 8, "primal-dual": 1 if args.quick else 3}
     patches = camera_patches(n_fast)
     header = (f"{'descriptor':<10} {'method':<12} {'reference/s':>12} {'fast/s':>10} "
-              f"{'ratio':>8} {'mean iters':>11} {'bit cons.':>10}")
+              f"{'ratio':>8} {'mean iters':>11} {'bit cons.':>10} {'corr':>6}")
     print(f"{n_fast} patches {PATCH}x{PATCH}, M=512, float32 fast path")
     print(header)
     print("-" * len(header))
@@ -69,9 +71,10 @@ def main(argv=None):
             consistency = ("-" if state.bit_consistency is None
                            else f"{state.bit_consistency.mean():.3f}")
             fast_rate, ref_rate = n_fast / fast_time, n_ref / ref_time
+            similarity = np.mean([correlation(p, x) for p, x in zip(patches, state.x)])
             print(f"{family:<10} {method:<12} {ref_rate:>12.1f} {fast_rate:>10.1f} "
                   f"{fast_rate / ref_rate:>8.1f} {state.iterations_run.mean():>11.1f} "
-                  f"{consistency:>10}")
+                  f"{consistency:>10} {similarity:>6.3f}")
     return 0
 
 

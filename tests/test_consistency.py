@@ -6,7 +6,7 @@ import pytest
 from lbdviewer.joint import JointOperator
 from lbdviewer.operators import sign_with_ties
 from lbdviewer.patterns import Pattern, make_pattern
-from lbdviewer.reconstruct import describe_sites, pair_separations, reconstruct_image
+from lbdviewer.reconstruct import _coarse_to_dense, describe_sites, pair_separations, reconstruct_image
 from lbdviewer.sites import grid_sites
 from lbdviewer.solvers.consistency import SignConsistency, smoothed_total_variation
 
@@ -107,8 +107,9 @@ def test_bits_of_the_wrong_shape_are_refused(problem):
 
 def test_pair_separations_are_field_distances():
     pattern = Pattern("toy", 8, [[1, 1], [4, 5], [1, 5]], [1, 1, 1], [1, 1, 1], [[0, 1], [2, 0]])
-    op = JointOperator((8, 16), [[0, 0], [0, 8]], pattern)
-    assert np.allclose(pair_separations(op), [[5.0, 4.0], [5.0, 4.0]])
+    other = pattern.with_pairs([[1, 2], [0, 2]])
+    op = JointOperator((8, 16), [[0, 0], [0, 8]], [pattern, other])
+    assert np.allclose(pair_separations(op), [[5.0, 4.0], [3.0, 4.0]])
 
 
 def test_joint_default_is_sign_consistency_and_beats_averaging():
@@ -125,3 +126,20 @@ def test_joint_default_is_sign_consistency_and_beats_averaging():
     assert score(joint.image) > 0.9 and score(joint.image) > score(patches.image) + 0.04
     with pytest.raises(ValueError, match="method 'consistency' solves the whole image"):
         reconstruct_image(bits, sites, pattern, shape=image.shape, mode="patches", method="consistency")
+
+
+def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
+    rng = np.random.default_rng(4)
+    image = np.kron(rng.random((5, 5)), np.ones((8, 8)))
+    pattern = make_pattern("brief", patch_size=16, m=128)
+    sites = grid_sites(image.shape, patch_size=16, offset=2)
+    op = JointOperator(image.shape, sites, pattern)
+    bits = sign_with_ties(op.forward(image), atol=1e-6)
+    steps = list(_coarse_to_dense(op, bits, sites, image.shape, 50))
+    counts = [done for done, _ in steps]
+    assert counts == sorted(set(counts)) and counts[-1] <= 50
+    coarse_sites = {state.x.shape for _, state in steps}
+    assert coarse_sites == {(1, *image.shape)}
+    dense = SignConsistency(op, bits, iterations=1, x0=steps[-1][1].x[0])
+    assert dense._evaluate(steps[-1][1].x[0].ravel())[2] > 0.95
+    assert len(steps) > 10  # the coarse stage ran (40 iterations) before the dense one (10)

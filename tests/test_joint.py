@@ -87,9 +87,10 @@ def test_site_ranges_in_parallel_give_the_serial_results(pattern, monkeypatch):
 
     rng = np.random.default_rng(5)
     sites = grid_sites((40, 40), patch_size=16, offset=4)
+    monkeypatch.setattr(joint, "BLOCK_SITES", 5)  # 49 sites in 10 blocks
     op = JointOperator((40, 40), sites, pattern, dtype=np.float64)
     x, y = rng.random((40, 40)), rng.standard_normal(op.range_shape)
-    positive, margin = y > 0, np.abs(rng.standard_normal(op.range_shape)) * 0.01
+    positive, margin = y > 0, np.abs(rng.standard_normal((1, op.m))) * 0.01
     packed = pack_bits(np.where(positive, 1, -1))
 
     def everything():
@@ -99,7 +100,7 @@ def test_site_ranges_in_parallel_give_the_serial_results(pattern, monkeypatch):
     serial = everything()
     monkeypatch.setattr(joint, "PARALLEL_MIN_SITES", 1)
     monkeypatch.setattr(joint.numba, "get_num_threads", lambda: 3)
-    assert len(op._site_chunks()) == 4
+    assert len(op._chunks()) == 4
     parallel = everything()
     np.testing.assert_array_equal(parallel[0], serial[0])
     np.testing.assert_allclose(parallel[1], serial[1], atol=1e-12)
@@ -115,9 +116,11 @@ def test_squared_hinge_is_the_hinge_of_forward_with_adjoint_gradient(pattern):
     op = JointOperator((24, 24), sites, pattern, dtype=np.float64)
     x = rng.random((24, 24))
     positive = rng.random(op.range_shape) > 0.5
-    margin = np.where(positive, 0.01, 0.0)
-    value, gradient, agree = op.squared_hinge(x, positive, margin, atol=1e-9)
+    table = rng.random((1, 64)) * 0.02
+    value, gradient, agree = op.squared_hinge(x, positive, table, atol=1e-9)
     sign = np.where(positive, 1.0, -1.0)
+    strict = ~positive if pattern.tie_positive else positive
+    margin = np.where(strict, table, 0.0)  # the side that takes ties has no margin
     values = op.forward(x)
     residual = np.maximum(margin - sign * values, 0.0)
     assert np.isclose(value, np.sum(residual**2))
@@ -125,15 +128,32 @@ def test_squared_hinge_is_the_hinge_of_forward_with_adjoint_gradient(pattern):
     assert agree == np.sum((sign_with_ties(values, tie_positive=op.tie_positive, atol=1e-9) > 0) == positive)
 
 
+def test_squared_hinge_margins_follow_each_sites_pattern():
+    rng = np.random.default_rng(9)
+    first = make_pattern("brief", patch_size=8, m=32, rng=1)
+    second = make_pattern("freak", patch_size=12, m=32).transformed(angle=40.0)
+    sites = [[0, 0], [2, 5], [6, 1], [4, 4], [1, 8]]
+    patterns = [first, second, second, first, second]  # runs of one pattern become kernel blocks
+    op = JointOperator((20, 20), sites, patterns, dtype=np.float64)
+    x = rng.random((20, 20))
+    positive = rng.random(op.range_shape) > 0.5
+    table = rng.random((2, 32)) * 0.05
+    value, gradient, _ = op.squared_hinge(x, positive, table, atol=1e-9)
+    strict = ~positive if op.tie_positive else positive
+    sign = np.where(positive, 1.0, -1.0)
+    residual = np.maximum(np.where(strict, table[op.site_pattern], 0.0) - sign * op.forward(x), 0.0)
+    assert np.isclose(value, np.sum(residual**2))
+    np.testing.assert_allclose(gradient, op.adjoint(-2 * sign * residual), atol=1e-12)
+
+
 def test_squared_hinge_takes_packed_bits_and_names_bad_shapes(pattern):
     op = JointOperator((16, 16), [[0, 0]], pattern)
     positive = np.random.default_rng(7).random((1, 64)) > 0.5
-    margin = np.full((1, 64), 0.01, np.float32)
     x = np.random.default_rng(8).random((16, 16))
-    unpacked = op.squared_hinge(x, positive, margin)
-    packed = op.squared_hinge(x, pack_bits(np.where(positive, 1, -1)), margin)
+    unpacked = op.squared_hinge(x, positive, 0.01)
+    packed = op.squared_hinge(x, pack_bits(np.where(positive, 1, -1)), np.full((1, 64), 0.01))
     assert unpacked[0] == packed[0] and unpacked[2] == packed[2]
     with pytest.raises(ValueError, match=r"positive must be bool \(1, 64\) or uint8 \(1, 8\)"):
-        op.squared_hinge(x, positive[:, :60], margin)
-    with pytest.raises(ValueError, match=r"margin must have shape \(1, 64\)"):
-        op.squared_hinge(x, positive, margin[:, :60])
+        op.squared_hinge(x, positive[:, :60], 0.01)
+    with pytest.raises(ValueError, match=r"margin must be a number or have shape \(1, 64\)"):
+        op.squared_hinge(x, positive, np.full((1, 60), 0.01))

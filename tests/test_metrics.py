@@ -59,3 +59,63 @@ def test_image_metrics_report_orientation_over_coherent_patches():
 def test_shape_mismatch_is_named():
     with pytest.raises(ValueError, match="estimate"):
         metrics.correlation(np.zeros((4, 4)), np.zeros((4, 5)))
+
+
+def _straightforward_patch_metrics(reference, estimate, corners, p):
+    """The definition, one patch at a time."""
+    correlation, error = [], []
+    for row, col in corners:
+        r, x = reference[row:row + p, col:col + p], estimate[row:row + p, col:col + p]
+        rc, xc = r - r.mean(), x - x.mean()
+        denominator = np.sqrt((rc * rc).sum() * (xc * xc).sum())
+        correlation.append((rc * xc).sum() / denominator if denominator > 1e-24 else 0.0)
+        error.append(float(metrics.orientation_error(r, x)))
+    return np.array(correlation), np.array(error)
+
+
+@pytest.mark.parametrize("p", [2, 5, 8])
+def test_dense_patch_metrics_equal_the_per_patch_definition(p, monkeypatch):
+    rng = np.random.default_rng(3)
+    y, x = np.mgrid[0:23, 0:29]
+    reference = 0.5 + 0.4 * np.sin(0.35 * x + 0.2 * y) + 0.1 * rng.random((23, 29))  # coherent and not
+    reference[:7, :9] = 0.3                                         # constant patches, flat or not at zero
+    reference[15:, 20:] = 0.0
+    estimate = rng.random((23, 29)) + 0.3 * reference
+    estimate[10:18, 2:12] = 0.7
+    corners = np.argwhere(np.ones((24 - p, 30 - p), bool))          # every position: overlapping patches
+    recomputed, direct = [], metrics._direct_terms
+
+    def counted(reference, estimate, corners, patch_size):
+        recomputed.append(len(corners))
+        return direct(reference, estimate, corners, patch_size)
+
+    monkeypatch.setattr(metrics, "_direct_terms", counted)
+    fast = metrics.patch_metrics(reference, estimate, corners, p)
+    assert len(recomputed) == 1 and 0 < recomputed[0] < len(corners) / 4   # dense path, a few patches redone
+    correlation, error = _straightforward_patch_metrics(reference, estimate, corners, p)
+    assert np.isnan(error).any() and (~np.isnan(error)).sum() > len(corners) / 4
+    assert (correlation == 0).any()
+    np.testing.assert_allclose(fast["correlation"], correlation, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast["orientation_error_deg"], error, rtol=0, atol=1e-9)
+
+
+def test_patch_metrics_reject_patches_outside_the_image():
+    with pytest.raises(ValueError, match="inside the image"):
+        metrics.patch_metrics(np.zeros((8, 8)), np.zeros((8, 8)), [[0, 5]], 4)
+    with pytest.raises(ValueError, match="patch_size"):
+        metrics.patch_metrics(np.zeros((8, 8)), np.zeros((8, 8)), [[0, 0]], 1)
+
+
+@pytest.mark.parametrize("bitorder", ["little", "big"])
+def test_packed_bit_consistency_equals_unpacked(bitorder):
+    from lbdviewer.operators import pack_bits, unpack_bits
+
+    rng = np.random.default_rng(4)
+    bits = rng.choice([-1, 1], size=(6, 13))
+    reference_bits = np.where(rng.random((6, 13)) < 0.3, -bits, bits)
+    packed, reference_packed = pack_bits(bits, bitorder=bitorder), pack_bits(reference_bits, bitorder=bitorder)
+    packed[:, -1] |= np.uint8(0b11100000 if bitorder == "little" else 0b00000111)  # bits past m must not count
+    assert np.array_equal(unpack_bits(packed, 13, bitorder=bitorder), bits)
+    per, overall = metrics.packed_bit_consistency(packed, reference_packed, 13, bitorder=bitorder)
+    expected_per, expected_overall = metrics.bit_consistency(bits, reference_bits)
+    assert np.array_equal(per, expected_per) and overall == expected_overall

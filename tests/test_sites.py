@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lbdviewer.sites import coverage, fast_sites, grid_sites, sites_from_points
+from lbdviewer.sites import coarser_grid, coverage, fast_sites, grid_sites, sites_from_points
 
 
 def test_grid_offsets_of_the_paper_cover_every_pixel():
@@ -44,3 +44,18 @@ def test_coverage_counts_overlaps_and_rejects_patches_outside():
     assert counts[5, 0] == 0 and counts.sum() == 32
     with pytest.raises(ValueError, match="inside"):
         coverage((6, 6), [[4, 4]], 4)
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3, 5])
+def test_coarser_grid_is_sparse_and_covers_what_the_grid_covers(offset):
+    shape = (61, 75)
+    sites = grid_sites(shape, patch_size=16, offset=offset)
+    keep = coarser_grid(sites, spacing=8)
+    kept = sites[keep]
+    assert np.all(np.diff(np.unique(kept[:, 0]))[:-1] >= 8) and np.all(np.diff(np.unique(kept[:, 1]))[:-1] >= 8)
+    np.testing.assert_array_equal(coverage(shape, kept, 16) > 0, coverage(shape, sites, 16) > 0)
+
+
+def test_coarser_grid_leaves_sparse_grids_and_scattered_sites_alone():
+    assert coarser_grid(grid_sites((64, 64), patch_size=16, offset=8), spacing=8) is None
+    assert coarser_grid([[0, 0], [1, 5], [7, 2]], spacing=8) is None

@@ -9,6 +9,7 @@ from skimage import data
 from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import make_pattern
 from lbdviewer.solvers import BIHT, PrimalDualL1, SolverState, reference_biht
+from lbdviewer.solvers.biht import _equal_columns, cell_space
 from lbdviewer.wavelets import HaarTransform
 
 
@@ -154,9 +155,11 @@ def test_biht_reduces_inconsistency_on_real_patches(family, brief, freak):
     assert np.nanmean(correlation) > 0.3
 
 
-def test_biht_freezes_rows_at_fixed_points(brief):
-    bits = brief.describe(_camera_patches(8))
-    states = list(BIHT(brief, bits, iterations=200).steps())
+@pytest.mark.parametrize("family", ["brief", "freak"])
+def test_biht_freezes_rows_at_fixed_points(family, brief, freak):
+    op = brief if family == "brief" else freak
+    bits = op.describe(_camera_patches(8))
+    states = list(BIHT(op, bits, iterations=200).steps())
     last = states[-1]
     frozen = ~last.active
     assert frozen.any() and np.all(last.iterations_run[frozen] < 200)
@@ -203,6 +206,59 @@ def test_biht_fast_paths_match_reference(small, backend):
     assert abs(fast[-1].bit_consistency.mean() - slow[-1].bit_consistency.mean()) < 0.02
     similarity = [np.corrcoef(a.ravel(), b.ravel())[0, 1] for a, b in zip(fast[-1].x, slow[-1].x)]
     assert min(similarity) > 0.95
+
+
+def test_cell_space_groups_pixels_that_every_field_reads_alike(freak):
+    transform = HaarTransform((32, 32))
+    space = cell_space(freak, (32, 32), transform)
+    fields = freak.field_matrix().toarray()
+    assert space.counts.size == 115 and space.counts.sum() == 1024
+    np.testing.assert_array_equal(fields[:, space.first_pixel][:, space.cell_of], fields)
+    np.testing.assert_array_equal(np.bincount(space.cell_of), space.counts)
+    # Cell-constant images reach exactly `support` Haar coefficients, fewer than K = 40 %.
+    values = np.random.default_rng(3).standard_normal((20, space.counts.size))
+    coefficients = transform.forward(values[:, space.cell_of].reshape(20, 32, 32)).reshape(20, -1)
+    assert np.count_nonzero(np.abs(coefficients).max(axis=0) > 1e-12) == space.support == 284
+    assert space is cell_space(freak, (32, 32), transform)  # cached per operator
+
+
+def test_equal_columns_are_grouped_exactly():
+    matrix = sparse.csc_matrix(np.array([[1.0, 0, 1, 0, 1, 2], [0, 0, 0, 0, 0, 0], [3, 0, 3, 0, 3.5, 3]]))
+    group, first = _equal_columns(matrix)
+    np.testing.assert_array_equal(first[group], [0, 1, 0, 1, 4, 5])
+
+
+def test_cell_path_runs_where_hard_thresholding_keeps_every_cell(brief, freak):
+    bits = np.ones((1, 512), dtype=np.int8)
+    assert BIHT(freak, bits)._cells is not None  # FREAK: 284 coefficients <= K = 410
+    assert BIHT(freak, bits, sparsity=0.25)._cells is None  # K = 256 would cut some
+    assert BIHT(freak, bits, backend="batched")._cells is None
+    assert BIHT(brief, bits)._cells is None  # 1024 Gaussian fields: every pixel its own cell
+
+
+@pytest.mark.parametrize("options", [{}, {"constraint": "box"}, {"constraint": None},
+                                     {"step": 0.2}, {"step": 0.2, "constraint": "box"}])
+def test_cell_path_matches_reference(freak, options):
+    bits = freak.describe(_camera_patches(3, seed=1))
+    fast = list(BIHT(freak, bits, iterations=25, **options).steps())
+    slow = list(BIHT(freak, bits, iterations=25, backend="reference", **options).steps())
+    assert len(fast) == len(slow) == 25
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a.x, b.x, atol=1e-6)
+        np.testing.assert_array_equal(a.objective, b.objective)
+    if "step" in options:  # big steps: the projection clips, every time
+        assert all(np.count_nonzero((state.x == 0) | (state.x == 1)) > 0 for state in fast)
+    final = BIHT(freak, bits, iterations=25, **options).run()
+    np.testing.assert_array_equal(final.x, fast[-1].x)
+    np.testing.assert_array_equal(final.iterations_run, fast[-1].iterations_run)
+
+
+def test_pixel_path_on_box_fields_matches_reference(freak):
+    bits = freak.describe(_camera_patches(2, seed=2))
+    fast = list(BIHT(freak, bits, iterations=10, sparsity=0.1).steps())
+    slow = list(BIHT(freak, bits, iterations=10, sparsity=0.1, backend="reference").steps())
+    for a, b in zip(fast[:3], slow[:3]):
+        np.testing.assert_allclose(a.x, b.x, atol=2e-3)
 
 
 def test_reference_function_is_the_reference_backend(small):

@@ -16,8 +16,7 @@ import numpy as np
 
 from lbdviewer.figures import stretch
 from lbdviewer.io import load_image, save_json, save_png
-from lbdviewer.metrics import bit_consistency, image_metrics
-from lbdviewer.operators import unpack_bits
+from lbdviewer.metrics import image_metrics, packed_bit_consistency
 from lbdviewer.patterns import FAMILIES, make_pattern
 from lbdviewer.reconstruct import METHODS, MODES, describe_sites, iter_reconstruct_image
 from lbdviewer.sites import fast_sites, grid_sites
@@ -122,7 +121,7 @@ def run(args):
 def _metrics(args, image, sites, pattern, descriptors, result):
     original_bits = describe_sites(image, sites, pattern) if args.real else descriptors
     estimate_bits = describe_sites(result.image, sites, pattern, atol=METRIC_TIE_ATOL)
-    per_site, overall = bit_consistency(unpack_bits(estimate_bits, pattern.m), unpack_bits(original_bits, pattern.m))
+    per_site, overall = packed_bit_consistency(estimate_bits, original_bits, pattern.m)
     quality = image_metrics(image, result.image, mask=result.covered, corners=sites,
                             patch_size=pattern.patch_size)
     return {

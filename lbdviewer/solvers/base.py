@@ -119,9 +119,11 @@ def domain_shape_of(operator):
 
 
 def check_data(name, data, m, *, binary):
-    """Validate a ``(B, M)`` batch of descriptors; return it as float32 or int8.
+    """Validate a ``(B, M)`` batch of descriptors; return it as float32 or int8, C-ordered.
 
-    Binary data must hold only -1 and +1 and is returned as int8.
+    Binary data must hold only -1 and +1 and is returned as int8. The kernels
+    read one row at a time: a column-major batch (as ``(K @ X.T).T`` gives)
+    is copied to rows.
     """
     data = np.asarray(data)
     if data.ndim != 2 or data.shape[1] != m:
@@ -129,10 +131,10 @@ def check_data(name, data, m, *, binary):
     if binary:
         if data.size and not np.all((data == 1) | (data == -1)):
             raise ValueError(f"{name} must hold only -1 and +1 values")
-        return data.astype(np.int8)
+        return np.array(data, dtype=np.int8, order="C")
     if not np.all(np.isfinite(data)):
         raise ValueError(f"{name} must be finite")
-    return data.astype(np.float32)
+    return np.array(data, dtype=np.float32, order="C")
 
 
 def resolve_transform(transform, domain_shape):

@@ -9,14 +9,27 @@ Solves, for every row :math:`b \in \{-1, +1\}^M` of a batch,
 
 by repeating :math:`a = x + \tfrac{\tau}{2} L^T(b - \operatorname{sign}(Lx))`,
 :math:`x \leftarrow P_S\big(W^T H_K(W a)\big)`.
+
+The fused path has a shortcut for operators with few distinct fields (FREAK:
+43 boxes). Pixels whose columns of the field matrix :math:`K` are equal form a
+*cell*; :math:`L^T r = K^T D^T r` is constant on every cell, and so is each
+iterate whenever :math:`H_K` keeps every coefficient a cell-constant image can
+have (:class:`CellSpace`). BIHT then runs on one value per cell, in float64,
+without transforms (FREAK 32x32: 115 cells, :math:`W` maps them into 284 of the
+1024 coefficients, fewer than :math:`K = 410`).
 """
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
+
 import numba
 import numpy as np
+from scipy import sparse
 
 from ..operators import sign_with_ties
+from ..projections import mean_box_projection_inplace
 from ..wavelets import haar_adjoint_inplace, haar_forward_inplace
 from .base import (
     CONSTRAINT_CODES,
@@ -36,17 +49,189 @@ from .base import (
     sparse_forward,
 )
 
+_CELLS = weakref.WeakKeyDictionary()  # operator -> {(domain shape, transform kind): CellSpace}
+
 
 class _Run:
-    """Mutable iteration state of one pass of :meth:`BIHT.steps` (flat rows)."""
+    """Mutable iteration state of one pass of :meth:`BIHT.steps` (flat rows).
 
-    def __init__(self, x, lx, active):
+    ``cells`` holds the iterates of the cell path (one value per cell, float64),
+    else None; ``x`` then follows it after every advance.
+    """
+
+    def __init__(self, x, lx, active, cells=None):
         self.x = x
         self.lx = lx
         self.active = active
+        self.cells = cells
         self.iteration = 0
         self.iterations_run = np.zeros(x.shape[0], dtype=np.int64)
         self.inconsistent = np.zeros(x.shape[0], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class CellSpace:
+    r"""The pixels of an operator's domain grouped into cells, for the fused BIHT.
+
+    A cell is a maximal set of pixels with equal columns of the field matrix
+    :math:`K` (``L = D K``). Every :math:`L^T r = K^T (D^T r)` is constant on
+    each cell, and so is the flat start. If :math:`W` maps every cell-constant
+    image into one set of ``support`` coefficients and ``support`` :math:`\le K`,
+    :math:`H_K` keeps all of them and :math:`W^T H_K W` is the identity on the
+    iterates; the projections on "patch", "box" and unit norm keep equal
+    pixels equal. BIHT then stays exactly in the cell-constant images:
+
+    .. math::
+
+        a_c = x_c + \tfrac{\tau}{2} \sum_f K_{fc} (D^T r)_f, \qquad
+        x \leftarrow P_S(a), \qquad
+        (Lx)_i = \sum_f D_{if} \sum_c n_c K_{fc} x_c,
+
+    with :math:`n_c` the pixels of cell :math:`c` and the projection weighted by
+    :math:`n_c`.
+
+    Attributes
+    ----------
+    counts : numpy.ndarray, shape (C,)
+        Pixels per cell (float64).
+    cell_of : numpy.ndarray, shape (N,)
+        Cell of each pixel.
+    first_pixel : numpy.ndarray, shape (C,)
+        One pixel of each cell.
+    c_ptr, c_idx, c_val : numpy.ndarray
+        CSR cells x fields: :math:`K_{fc}`, the value of field :math:`f` on a pixel of :math:`c`.
+    f_ptr, f_idx, f_val : numpy.ndarray
+        CSR fields x cells: :math:`n_c K_{fc}`.
+    p_idx, p_val : numpy.ndarray, shape (R, M)
+        The pair matrix :math:`D` (M x F) by slots: ``p_val[s, i]`` is the weight
+        of field ``p_idx[s, i]`` in the ``s``-th of the at most ``R`` non-zeros
+        of row ``i`` (padded with weight 0).
+    support : int
+        Number of transform coefficients any cell-constant image can have.
+    """
+
+    counts: np.ndarray
+    cell_of: np.ndarray
+    first_pixel: np.ndarray
+    c_ptr: np.ndarray
+    c_idx: np.ndarray
+    c_val: np.ndarray
+    f_ptr: np.ndarray
+    f_idx: np.ndarray
+    f_val: np.ndarray
+    p_idx: np.ndarray
+    p_val: np.ndarray
+    support: int
+
+    @property
+    def arrays(self):
+        """The tuple :func:`_biht_cell_rows` takes."""
+        return (self.counts, self.cell_of, self.first_pixel, self.c_ptr, self.c_idx, self.c_val,
+                self.f_ptr, self.f_idx, self.f_val, self.p_idx, self.p_val)
+
+
+def cell_space(operator, domain_shape, transform):
+    """The :class:`CellSpace` of an operator with ``field_matrix``/``pair_matrix``, else None.
+
+    Parameters
+    ----------
+    operator : object
+        The sensing operator.
+    domain_shape : tuple of int
+        Shape of one input.
+    transform : HaarTransform or None
+        The sparsity basis :math:`W` (None: the identity).
+
+    Notes
+    -----
+    Built once per operator and transform kind (cached while the operator
+    lives): a solver is made for every chunk of patches.
+
+    Examples
+    --------
+    >>> from lbdviewer.operators import DescriptorOperator
+    >>> from lbdviewer.patterns import make_pattern
+    >>> from lbdviewer.wavelets import HaarTransform
+    >>> space = cell_space(DescriptorOperator(make_pattern("freak")), (32, 32), HaarTransform((32, 32)))
+    >>> space.counts.size, space.support
+    (115, 284)
+    """
+    if not (callable(getattr(operator, "field_matrix", None))
+            and callable(getattr(operator, "pair_matrix", None))):
+        return None
+    key = (tuple(domain_shape), None if transform is None else "haar")
+    try:
+        cache = _CELLS.setdefault(operator, {})
+    except TypeError:  # not weakly referenceable or not hashable: no cache
+        return _build_cells(operator, key[0], transform)
+    if key not in cache:
+        cache[key] = _build_cells(operator, key[0], transform)
+    return cache[key]
+
+
+def _build_cells(operator, domain_shape, transform):
+    fields = sparse.csc_matrix(operator.field_matrix(), dtype=np.float64)
+    fields.sort_indices()
+    cell_of, first_pixel = _equal_columns(fields)
+    n = fields.shape[1]
+    n_cells = first_pixel.size
+    counts = np.bincount(cell_of, minlength=n_cells).astype(np.float64)
+    by_cell = fields[:, first_pixel].T.tocsr()
+    by_cell.sort_indices()
+    by_field = (fields @ sparse.csr_matrix((np.ones(n), (np.arange(n), cell_of)), shape=(n, n_cells))).tocsr()
+    by_field.sort_indices()
+    pairs = sparse.csr_matrix(operator.pair_matrix(), dtype=np.float64)
+    pairs.sort_indices()
+    per_row = np.diff(pairs.indptr)
+    slot = np.arange(pairs.nnz) - np.repeat(pairs.indptr[:-1], per_row)
+    p_idx = np.zeros((max(1, int(per_row.max(initial=0))), pairs.shape[0]), dtype=np.int64)
+    p_val = np.zeros(p_idx.shape)
+    p_idx[slot, np.repeat(np.arange(pairs.shape[0]), per_row)] = pairs.indices
+    p_val[slot, np.repeat(np.arange(pairs.shape[0]), per_row)] = pairs.data
+    return CellSpace(
+        counts, cell_of, first_pixel,
+        by_cell.indptr.astype(np.int64), by_cell.indices.astype(np.int64), by_cell.data,
+        by_field.indptr.astype(np.int64), by_field.indices.astype(np.int64), by_field.data,
+        p_idx, p_val,
+        _cell_support(cell_of, n_cells, domain_shape, transform),
+    )
+
+
+def _equal_columns(matrix):
+    """Group the columns of a sparse matrix that are equal: ``(group of each column, first column of each)``.
+
+    Columns are grouped by two random projections (of the values and of the
+    pattern of non-zeros), then every column is checked against the first of
+    its group; should two different columns ever share both projections,
+    every column is its own group.
+    """
+    rng = np.random.default_rng(0)
+    pattern = matrix.copy()
+    pattern.data = np.ones_like(pattern.data)
+    signatures = (matrix.T @ rng.standard_normal(matrix.shape[0])
+                  + 1j * (pattern.T @ rng.standard_normal(matrix.shape[0])))
+    _, first_pixel, group = np.unique(signatures, return_index=True, return_inverse=True)
+    if (matrix - matrix[:, first_pixel[group]]).count_nonzero():
+        return np.arange(matrix.shape[1]), np.arange(matrix.shape[1])
+    return group.astype(np.int64), first_pixel.astype(np.int64)
+
+
+def _cell_support(cell_of, n_cells, domain_shape, transform):
+    """Coefficients of :math:`W` that cell-constant images reach (identity: every pixel).
+
+    Two images with random values per cell: a coefficient that some cell
+    reaches is non-zero in both unless their values cancel it, which happens
+    with probability 0. Coefficients every cell misses are exact zeros up to
+    the rounding of sums in a different order (``1e-9`` of the largest).
+    """
+    n = cell_of.size
+    if transform is None:
+        return n
+    values = np.random.default_rng(0).uniform(0.5, 1.5, (2, n_cells))
+    images = values[:, cell_of].reshape((2,) + tuple(domain_shape))
+    magnitude = np.abs(transform.forward(images)).reshape(2, n)
+    reached = np.any(magnitude > 1e-9 * magnitude.max(axis=1, keepdims=True), axis=0)
+    return int(np.count_nonzero(reached))
 
 
 class BIHT(BatchedSolver):
@@ -80,6 +265,8 @@ class BIHT(BatchedSolver):
         Execution path (see :mod:`lbdviewer.solvers.base`). ``"auto"`` takes
         ``"fused"`` when the operator has ``field_matrix``/``pair_matrix``,
         else ``"batched"``. ``"reference"`` is the slow dense per-patch loop.
+        ``"fused"`` iterates on cells (:class:`CellSpace`, float64) when
+        ``K`` is at least the cell support, else on pixels (float32).
 
     Raises
     ------
@@ -132,6 +319,8 @@ class BIHT(BatchedSolver):
         if not self.atol >= 0.0:
             raise ValueError(f"atol must be >= 0, got {atol!r}")
         self._configure(iterations=iterations, constraint=constraint, transform=transform, backend=backend)
+        space = cell_space(operator, self.domain_shape, self.transform) if self.backend == "fused" else None
+        self._cells = space if space is not None and space.support <= self.k else None
 
     # -- internals ----------------------------------------------------------------
 
@@ -139,7 +328,11 @@ class BIHT(BatchedSolver):
         n_rows = self.bits.shape[0]
         dtype = np.float64 if self.backend == "reference" else np.float32
         x = flat_start(self.constraint, n_rows, self.n, dtype)
-        run = _Run(x, np.zeros((n_rows, self.m), dtype=dtype), np.ones(n_rows, dtype=bool))
+        if self._cells is None:
+            run = _Run(x, np.zeros((n_rows, self.m), dtype=dtype), np.ones(n_rows, dtype=bool))
+        else:
+            cells = flat_start(self.constraint, n_rows, self._cells.counts.size, np.float64)
+            run = _Run(x, np.zeros((n_rows, self.m)), np.ones(n_rows, dtype=bool), cells)
         # L x0 = 0 exactly in exact arithmetic: every bit reads as a tie.
         tie = 1 if self.tie_positive else -1
         run.inconsistent = np.count_nonzero(self.bits != tie, axis=1).astype(np.int64)
@@ -160,6 +353,14 @@ class BIHT(BatchedSolver):
         )
 
     def _advance_fused(self, run, n_steps):
+        if run.cells is not None:
+            run_rows(
+                _biht_cell_rows, run.active, run.cells, run.x, run.lx, self.bits, run.active,
+                run.iterations_run, run.inconsistent, n_steps, run.iteration == 0, self.step / 2,
+                CONSTRAINT_CODES[self.constraint], 1 if self.tie_positive else -1, self.atol,
+                self._cells.arrays,
+            )
+            return
         run_rows(
             _biht_rows, run.active, run.x, run.lx, self.bits, run.active, run.iterations_run, run.inconsistent,
             n_steps, run.iteration == 0, np.float32(self.step / 2), self.k,
@@ -301,3 +502,129 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
             if s != br[i]:
                 count += 1
         inconsistent[row] = count
+
+
+@numba.njit(cache=True, nogil=True)
+def _biht_cell_rows(rows, cells, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
+                    half_step, constraint, tie, atol, space):
+    """``n_steps`` BIHT iterations of ``rows`` on cells (:class:`CellSpace`), then ``x`` from the cells.
+
+    The gradient :math:`D^T r` of the next step is gathered while the bits of
+    the new iterate are read (:func:`_measure_cells`).
+    """
+    counts, cell_of, first_pixel, c_ptr, c_idx, c_val, f_ptr, f_idx, f_val, p_idx, p_val = space
+    a = np.empty(counts.shape[0])
+    gradient = np.empty(f_ptr.shape[0] - 1)
+    fields = np.empty(f_ptr.shape[0] - 1)
+    pixels = np.empty(cell_of.shape[0])
+    for row in rows:
+        xr = cells[row]
+        lxr = lx[row]
+        br = bits[row]
+        # Residual of the current iterate: the bits themselves at the flat start (L x0 = 0).
+        n_wrong = _bit_gradient(lxr, br, first, tie, atol, p_idx, p_val, gradient)
+        shift = np.nan  # of the last projection with clipping: the next one starts there
+        for it in range(n_steps):
+            iterations_run[row] += 1
+            if n_wrong == 0 and not (first and it == 0):  # a = x is in S: P_S(a) = x
+                active[row] = False
+                break
+            for c in range(a.shape[0]):
+                acc = 0.0
+                for jj in range(c_ptr[c], c_ptr[c + 1]):
+                    acc += c_val[jj] * gradient[c_idx[jj]]
+                a[c] = xr[c] + half_step * acc
+            shift = _project_cells(a, counts, constraint, shift, cell_of, first_pixel, pixels)
+            if not (first and it == 0 or differs(a, xr)):
+                active[row] = False
+                break
+            xr[:] = a
+            n_wrong = _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, atol,
+                                     gradient)
+            inconsistent[row] = n_wrong
+        for j in range(cell_of.shape[0]):
+            x[row, j] = xr[cell_of[j]]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sign(v, tie, atol):
+    """Bit of a measurement: +1 above ``atol``, -1 below ``-atol``, ``tie`` in between.
+
+    Arithmetic on the comparisons instead of branches: the signs are random, so
+    branches would be mispredicted half the time.
+    """
+    return tie + (v > atol) * (1 - tie) - (v < -atol) * (1 + tie)
+
+
+@numba.njit(cache=True, nogil=True)
+def _bit_gradient(lxr, br, first, tie, atol, p_idx, p_val, gradient):
+    """``gradient = D^T r`` with ``r = b - sign(lxr)`` (``first``: ``r = b``); return the wrong bits."""
+    gradient[:] = 0.0
+    n_wrong = 0
+    for i in range(br.shape[0]):
+        if first:
+            ri = np.float64(br[i])
+        else:
+            ri = np.float64(br[i] - _sign(lxr[i], tie, atol))
+        if ri != 0.0:
+            n_wrong += 1
+            for w in range(p_idx.shape[0]):
+                gradient[p_idx[w, i]] += p_val[w, i] * ri
+    return n_wrong
+
+
+@numba.njit(cache=True, nogil=True)
+def _project_cells(a, counts, constraint, shift, cell_of, first_pixel, pixels):
+    """Project cell values ``a`` (pixels per cell: ``counts``) on the constraint; return the shift.
+
+    "patch" without clipping is a shift by the weighted mean; with clipping the
+    pixels are expanded into ``pixels`` and projected exactly.
+    """
+    if constraint == 0:
+        total = 0.0
+        low = np.inf
+        high = -np.inf
+        for c in range(a.shape[0]):
+            total += counts[c] * a[c]
+            low = min(low, a[c])
+            high = max(high, a[c])
+        mu = total / cell_of.shape[0] - 0.5
+        if low - mu >= 0.0 and high - mu <= 1.0:
+            for c in range(a.shape[0]):
+                a[c] -= mu
+            return shift
+        for j in range(cell_of.shape[0]):
+            pixels[j] = a[cell_of[j]]
+        shift = mean_box_projection_inplace(pixels, 0.5, shift)
+        for c in range(a.shape[0]):
+            a[c] = pixels[first_pixel[c]]
+    elif constraint == 1:
+        for c in range(a.shape[0]):
+            a[c] = min(max(a[c], 0.0), 1.0)
+    else:
+        norm = 0.0
+        for c in range(a.shape[0]):
+            norm += counts[c] * a[c] * a[c]
+        if norm > 0.0:
+            scale = 1.0 / np.sqrt(norm)
+            for c in range(a.shape[0]):
+                a[c] *= scale
+    return shift
+
+
+@numba.njit(cache=True, nogil=True)
+def _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, atol, gradient):
+    """``lxr = L x`` from the cell values ``xr``, and ``gradient = D^T (b - sign(L x))``.
+
+    ``fields`` is scratch; returns the number of inconsistent bits.
+    """
+    for f in range(fields.shape[0]):
+        acc = 0.0
+        for jj in range(f_ptr[f], f_ptr[f + 1]):
+            acc += f_val[jj] * xr[f_idx[jj]]
+        fields[f] = acc
+    lxr[:] = 0.0
+    for w in range(p_idx.shape[0]):  # slot by slot: contiguous, vectorised gathers
+        for i in range(lxr.shape[0]):
+            lxr[i] += p_val[w, i] * fields[p_idx[w, i]]
+    return _bit_gradient(lxr, br, False, tie, atol, p_idx, p_val, gradient)

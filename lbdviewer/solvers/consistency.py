@@ -33,7 +33,7 @@ from lbdviewer.solvers.base import SolverState, frozen_copy
 DEFAULT_MARGIN = 2.0 / 255.0
 DEFAULT_SMOOTHNESS = 8e-4
 TV_EPSILON = 1.0 / 255.0
-HISTORY = 10  # curvature pairs kept by L-BFGS
+HISTORY = 5  # curvature pairs kept by L-BFGS
 ARMIJO = 1e-4  # sufficient-decrease constant of the projected line search
 MAX_BACKTRACKS = 30
 PROJECTED_GRADIENT_TOLERANCE = 1e-5  # stop tests as in SciPy's L-BFGS-B defaults
@@ -43,35 +43,66 @@ CURVATURE_TOLERANCE = 1e-10
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _dot(a, b):
-    """``a . b`` of two flat float64 vectors, without BLAS (threaded BLAS crawls on small loaded machines)."""
+    """``a . b`` of two flat vectors, accumulated in float64, without BLAS (threaded BLAS crawls on small loaded machines)."""
     total = 0.0
     for i in range(a.shape[0]):
-        total += a[i] * b[i]
+        total += np.float64(a[i]) * np.float64(b[i])
     return total
 
 
-@numba.njit(cache=True, nogil=True)
-def _axpy(alpha, x, y):
-    """``y += alpha * x`` in place."""
-    for i in range(y.shape[0]):
-        y[i] += alpha * x[i]
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _projected_gradient(x, gradient, out, free):
+    """``out`` = the gradient, 0 where it pushes a pixel held at a bound outwards (``free`` False); returns ``max |out|``."""
+    largest = 0.0
+    for i in range(x.shape[0]):
+        g = gradient[i]
+        free[i] = not ((x[i] <= 0.0 and g > 0.0) or (x[i] >= 1.0 and g < 0.0))
+        out[i] = g if free[i] else 0.0
+        largest = max(largest, abs(out[i]))
+    return largest
 
 
-def _two_loop(gradient, memory):
-    """L-BFGS direction :math:`-H g` from the curvature pairs (steepest descent, scaled, if none)."""
-    q = gradient.copy()
-    if not memory:
-        return -q / max(float(np.max(np.abs(q))), 1e-300)
-    alphas = []
-    for s_vector, y_vector, rho in reversed(memory):
-        alpha = rho * _dot(s_vector, q)
-        _axpy(-alpha, y_vector, q)
-        alphas.append(alpha)
-    s_vector, y_vector, rho = memory[-1]
-    q *= 1.0 / (rho * _dot(y_vector, y_vector))
-    for (s_vector, y_vector, rho), alpha in zip(memory, reversed(alphas)):
-        _axpy(alpha - rho * _dot(y_vector, q), s_vector, q)
-    return -q
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _two_loop(projected, free, s_memory, y_memory, rho, order, out):
+    """L-BFGS direction ``out = -H g`` on the free pixels (``projected`` is 0 on the others).
+
+    ``order`` lists the rows of the curvature memory, oldest first; with no
+    pairs the direction is steepest descent scaled to a largest step of 1.
+    """
+    out[:] = projected
+    if order.shape[0] == 0:
+        scale = max(np.max(np.abs(out)), 1e-300)
+        for i in range(out.shape[0]):
+            out[i] = -out[i] / scale
+        return
+    alphas = np.empty(order.shape[0])
+    for k in range(order.shape[0] - 1, -1, -1):
+        row = order[k]
+        alpha = rho[row] * _dot(s_memory[row], out)
+        alphas[k] = alpha
+        for i in range(out.shape[0]):
+            out[i] -= alpha * y_memory[row, i]
+    newest = order[-1]
+    gamma = 1.0 / (rho[newest] * _dot(y_memory[newest], y_memory[newest]))
+    for i in range(out.shape[0]):
+        out[i] *= gamma
+    for k in range(order.shape[0]):
+        row = order[k]
+        beta = alphas[k] - rho[row] * _dot(y_memory[row], out)
+        for i in range(out.shape[0]):
+            out[i] += beta * s_memory[row, i]
+    for i in range(out.shape[0]):
+        out[i] = -out[i] if free[i] else 0.0
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _projected_step(x, direction, step, gradient, out):
+    """``out = clip(x + step d, 0, 1)``; returns ``g . (out - x)``, the Armijo slope of the projected step."""
+    slope = 0.0
+    for i in range(x.shape[0]):
+        out[i] = min(max(x[i] + step * direction[i], 0.0), 1.0)
+        slope += gradient[i] * (out[i] - x[i])
+    return slope
 
 
 def smoothed_total_variation(x, epsilon=TV_EPSILON):
@@ -83,31 +114,39 @@ def smoothed_total_variation(x, epsilon=TV_EPSILON):
     >>> float(value), grad.shape
     (6.0, (3, 3))
     """
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = np.ascontiguousarray(x, dtype=np.float32 if np.asarray(x).dtype == np.float32 else np.float64)
     grad = np.zeros_like(x)
     return float(_total_variation_kernel(x, float(epsilon), grad)), grad
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=True)
 def _total_variation_kernel(x, epsilon, grad):
-    """Value of the smoothed TV of ``x``; adds its gradient to ``grad`` (one pass)."""
+    """Value of the smoothed TV of ``x``; adds its gradient to ``grad`` (row sweeps that vectorise)."""
     height, width = x.shape
-    e2 = epsilon * epsilon
+    e2 = x.dtype.type(epsilon * epsilon)
     value = 0.0
+    slope = np.empty(width, dtype=x.dtype)
     for r in range(height):
-        for c in range(width):
-            if c + 1 < width:
-                d = x[r, c + 1] - x[r, c]
+        row, out = x[r], grad[r]
+        for c in range(width - 1):  # horizontal differences of this row
+            d = row[c + 1] - row[c]
+            n = np.sqrt(d * d + e2)
+            value += n
+            slope[c] = d / n
+        for c in range(1, width):
+            out[c] += slope[c - 1]
+        for c in range(width - 1):
+            out[c] -= slope[c]
+        if r + 1 < height:  # vertical differences to the next row
+            below, out_below = x[r + 1], grad[r + 1]
+            for c in range(width):
+                d = below[c] - row[c]
                 n = np.sqrt(d * d + e2)
                 value += n
-                grad[r, c + 1] += d / n
-                grad[r, c] -= d / n
-            if r + 1 < height:
-                d = x[r + 1, c] - x[r, c]
-                n = np.sqrt(d * d + e2)
-                value += n
-                grad[r + 1, c] += d / n
-                grad[r, c] -= d / n
+                slope[c] = d / n
+            for c in range(width):
+                out_below[c] += slope[c]
+                out[c] -= slope[c]
     return value
 
 
@@ -121,9 +160,10 @@ class SignConsistency:
         ``domain_shape`` and ``adjoint``, e.g.
         :class:`lbdviewer.joint.JointOperator`.
     bits : array_like of int, shape (S, M)
-        Bits in {-1, +1}.
-    margin : float
-        ``delta``: how far past zero a strict test must be pushed.
+        Bits in {-1, +1}. They are kept packed, 8 a byte.
+    margin : float or array_like, shape (M,) or (len(operator.patterns), M)
+        ``delta``: how far past zero a strict test must be pushed, for all
+        tests, per test, or per test of each of the operator's patterns.
     smoothness : float
         ``mu``, the weight of the total variation. The default was tuned on
         512x512 photos at offset 8 (about 7 measurements per pixel); with far
@@ -164,6 +204,7 @@ class SignConsistency:
         margin = np.asarray(margin, dtype=np.float32)
         if not (np.all(margin >= 0) and np.any(margin > 0)):
             raise ValueError(f"margin must be non-negative and not all zero, got {margin!r}")
+        n_patterns = len(getattr(operator, "patterns", (None,)))
         if not smoothness >= 0:
             raise ValueError(f"smoothness must be non-negative, got {smoothness!r}")
         if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
@@ -171,18 +212,19 @@ class SignConsistency:
         self.operator = operator
         self.shape = tuple(operator.domain_shape)
         bits = np.asarray(bits)
-        probe = operator.forward(np.zeros(self.shape, dtype=np.float32))
-        if bits.shape != probe.shape:
-            raise ValueError(f"bits must have shape {probe.shape}, got {bits.shape}")
+        expected = getattr(operator, "range_shape", None) or operator.forward(np.zeros(self.shape)).shape
+        if bits.shape != tuple(expected):
+            raise ValueError(f"bits must have shape {tuple(expected)}, got {bits.shape}")
         if tie_positive is None:
             tie_positive = bool(getattr(operator, "tie_positive", False))
         self.tie_positive = tie_positive
-        self.positive = bits > 0
-        # The side of each test that takes ties needs no margin.
-        strict = ~self.positive if tie_positive else self.positive
-        self.margin = np.where(strict, margin, 0.0).astype(np.float32)
-        self.sign = np.where(self.positive, 1.0, -1.0).astype(np.float32)
-        self._packed = None  # the bits packed 8 a byte, for a fused squared_hinge
+        self.n_bits = bits.size
+        self.packed = np.packbits(bits > 0, axis=1, bitorder="little")
+        try:
+            self.margin = np.ascontiguousarray(np.broadcast_to(margin, (n_patterns, bits.shape[1])))
+        except ValueError:
+            raise ValueError(f"margin must be a number or have shape ({bits.shape[1]},) or "
+                             f"({n_patterns}, {bits.shape[1]}), got {margin.shape}") from None
         self.atol = 1e-5
         self.smoothness = float(smoothness)
         self.iterations = int(iterations)
@@ -194,21 +236,22 @@ class SignConsistency:
         """Objective, gradient (float64, flat) and share of reproduced bits at ``x``."""
         image = x.reshape(self.shape).astype(np.float32)
         if callable(getattr(self.operator, "squared_hinge", None)):
-            if self._packed is None:
-                self._packed = np.packbits(self.positive, axis=1, bitorder="little")
-            value, gradient, agree = self.operator.squared_hinge(image, self._packed, self.margin,
-                                                                 atol=self.atol)
-            consistency = agree / self.positive.size
+            value, gradient, agree = self.operator.squared_hinge(image, self.packed, self.margin, atol=self.atol)
+            consistency = agree / self.n_bits
         else:
             values = self.operator.forward(image)
-            residual = np.maximum(self.margin - self.sign * values, 0.0)
+            positive = np.unpackbits(self.packed, axis=1, count=values.shape[-1], bitorder="little") == 1
+            sign = np.where(positive, np.float32(1.0), np.float32(-1.0))
+            rows = self.margin[getattr(self.operator, "site_pattern", np.zeros(len(values), dtype=int))]
+            strict = ~positive if self.tie_positive else positive  # the side taking ties needs no margin
+            residual = np.maximum(np.where(strict, rows, 0.0) - sign * values, 0.0)
             value = float(np.sum(residual.astype(np.float64) ** 2))
-            gradient = self.operator.adjoint(-2.0 * self.sign * residual)
+            gradient = self.operator.adjoint(-2.0 * sign * residual)
             bits = sign_with_ties(values, tie_positive=self.tie_positive, atol=self.atol)
-            consistency = float(np.mean((bits > 0) == self.positive))
+            consistency = float(np.mean((bits > 0) == positive))
         gradient = np.asarray(gradient, dtype=np.float64).ravel()
         if self.smoothness:
-            tv, tv_gradient = smoothed_total_variation(x.reshape(self.shape))
+            tv, tv_gradient = smoothed_total_variation(image)  # float32: half the time, ample precision
             value += self.smoothness * tv
             gradient += self.smoothness * tv_gradient.ravel()
         return value, gradient, consistency
@@ -227,40 +270,42 @@ class SignConsistency:
     def steps(self):
         """Yield a :class:`SolverState` after every projected L-BFGS iteration."""
         x = np.clip(self.x0.ravel(), 0.0, 1.0)
+        n = x.size
         value, gradient, consistency = self._evaluate(x)
-        memory = []  # (s, y, 1 / s.y), oldest first
+        s_memory = np.empty((HISTORY, n), dtype=np.float32)  # curvature pairs, a ring buffer
+        y_memory = np.empty((HISTORY, n), dtype=np.float32)
+        rho = np.empty(HISTORY)
+        order = []  # rows of the memory, oldest first
+        projected, free = np.empty(n), np.empty(n, dtype=bool)
+        direction, candidate = np.empty(n), np.empty(n)
         for iteration in range(1, self.iterations + 1):
-            free = ~(((x <= 0.0) & (gradient > 0.0)) | ((x >= 1.0) & (gradient < 0.0)))
-            projected = np.where(free, gradient, 0.0)
-            if np.max(np.abs(projected), initial=0.0) <= PROJECTED_GRADIENT_TOLERANCE:
+            if _projected_gradient(x, gradient, projected, free) <= PROJECTED_GRADIENT_TOLERANCE:
                 yield self._state(iteration, x, value, consistency, True)
                 return
-            direction = _two_loop(projected, memory)
-            direction[~free] = 0.0
-            slope = _dot(gradient, direction)
-            if slope >= 0.0:  # not a descent direction: forget the curvature pairs
-                memory.clear()
-                direction = _two_loop(projected, memory)
-                slope = _dot(gradient, direction)
-            step, accepted = 1.0, None
+            _two_loop(projected, free, s_memory, y_memory, rho, np.array(order, dtype=np.int64), direction)
+            if _dot(gradient, direction) >= 0.0:  # not a descent direction: forget the curvature pairs
+                order.clear()
+                _two_loop(projected, free, s_memory, y_memory, rho, np.array(order, dtype=np.int64), direction)
+            step, trial = 1.0, None
             for _ in range(MAX_BACKTRACKS):
-                candidate = np.clip(x + step * direction, 0.0, 1.0)
+                slope = _projected_step(x, direction, step, gradient, candidate)
                 trial = self._evaluate(candidate)
-                if trial[0] <= value + ARMIJO * _dot(gradient, candidate - x):
-                    accepted = candidate, trial
+                if trial[0] <= value + ARMIJO * slope:
                     break
-                step *= 0.5
-            if accepted is None:  # no decrease left along any step: converged
+                step, trial = step * 0.5, None
+            if trial is None:  # no decrease left along any step: converged
                 yield self._state(iteration, x, value, consistency, True)
                 return
-            candidate, (new_value, new_gradient, consistency) = accepted
+            new_value, new_gradient, consistency = trial
             s_vector, y_vector = candidate - x, new_gradient - gradient
             curvature = _dot(s_vector, y_vector)
             if curvature > CURVATURE_TOLERANCE * _dot(y_vector, y_vector):
-                memory.append((s_vector, y_vector, 1.0 / curvature))
-                del memory[:-HISTORY]
+                row = (order[-1] + 1) % HISTORY if order else 0
+                s_memory[row], y_memory[row], rho[row] = s_vector, y_vector, 1.0 / curvature
+                order = [r for r in order if r != row][-(HISTORY - 1):] + [row]
             decrease = value - new_value
-            x, value, gradient = candidate, new_value, new_gradient
+            x, candidate = candidate, x
+            value, gradient = new_value, new_gradient
             finished = (iteration == self.iterations
                         or decrease <= RELATIVE_DECREASE_TOLERANCE * max(abs(value), abs(value + decrease), 1.0))
             yield self._state(iteration, x, value, consistency, finished)
