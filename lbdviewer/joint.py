@@ -145,29 +145,6 @@ def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base,
                        tap_start, tap_offset, tap_weight, out_x, out_filtered)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _bit_test(values, positive, delta, hinge, tie_up, atol, step, squares, right, n):
-    """One test over a block's sites against its target bits (``positive`` 0/1).
-
-    ``hinge``: ``step = -2 s [d - s v]_+`` (``d`` on the strict side only)
-    and its square summed; else the bit error ``step = s`` where the bit is
-    wrong (``(b - sign v) / 2``). Counts the reproduced bits in ``right``.
-    """
-    zero, one, two = values.dtype.type(0.0), values.dtype.type(1.0), values.dtype.type(2.0)
-    for j in range(n):
-        v = values[j]
-        up = positive[j] == 1
-        sign = two * values.dtype.type(up) - one
-        agrees = ((v > atol) | (tie_up & (v >= -atol))) == up
-        right[j] += agrees
-        if hinge:
-            r = max(delta * values.dtype.type(up != tie_up) - sign * v, zero)
-            step[j] = -two * sign * r
-            squares[j] += np.float64(r) * np.float64(r)
-        else:
-            step[j] = sign * values.dtype.type(not agrees)
-
-
 @numba.njit(cache=True, nogil=True)
 def _unpack_block(bits, s0, n, m, positive):
     """``positive[i, j]`` = bit ``i`` of site ``s0 + j`` (0 or 1) from bits packed least-significant first."""
@@ -186,19 +163,21 @@ def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start,
 
     Sites are processed a block at a time with the site as the inner,
     vectorised index: field means gathered ``(F, B)``, bits unpacked
-    ``(M, B)``, then every test ``i`` runs over the block's sites at once
-    (:func:`_bit_test`) and its step goes back to the means.
-    ``margin[p, i]`` is the hinge margin of test ``i`` of pattern ``p``.
+    ``(M, B)``, then every test ``i`` runs over the block's sites at once and
+    its step goes back to the means. ``hinge``: the step is
+    ``-2 s [d - s v]_+`` with ``d = margin[p, i]`` on the strict side only
+    (the side that does not take ties), and its squares are summed; else the
+    step is the bit error ``(b - sign v) / 2`` (``s`` where the bit is wrong).
     """
     width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
     n_fields = np.max(np.diff(field_start))
     means = np.empty((n_fields, width), dtype=x.dtype)
     grads = np.zeros((n_fields, width), dtype=x.dtype)
     positive = np.empty((m, width), dtype=np.uint8)
-    values = np.empty(width, dtype=x.dtype)
     step = np.empty(width, dtype=x.dtype)
     squares = np.zeros(width, dtype=np.float64)
     right = np.zeros(width, dtype=np.int64)
+    zero, one, two = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0)
     for block in range(block_lo, block_hi):
         s0 = block_start[block]
         n = block_start[block + 1] - s0
@@ -209,10 +188,23 @@ def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start,
                      tap_offset, tap_weight, means)
         _unpack_block(bits, s0, n, m, positive)
         for i in range(m):
-            a, b = pair_a[i0 + i], pair_b[i0 + i]
-            for j in range(n):
-                values[j] = means[a, j] - means[b, j]
-            _bit_test(values, positive[i], margin[p, i], hinge, tie_up, atol, step, squares, right, n)
+            a, b, delta = pair_a[i0 + i], pair_b[i0 + i], margin[p, i]
+            if hinge:  # two loops, not a test inside one: each vectorises
+                for j in range(n):
+                    v = means[a, j] - means[b, j]
+                    up = positive[i, j] == 1
+                    sign = two * x.dtype.type(up) - one
+                    right[j] += ((v > atol) | (tie_up & (v >= -atol))) == up
+                    r = max(delta * x.dtype.type(up != tie_up) - sign * v, zero)
+                    step[j] = -two * sign * r
+                    squares[j] += np.float64(r) * np.float64(r)
+            else:
+                for j in range(n):
+                    v = means[a, j] - means[b, j]
+                    up = positive[i, j] == 1
+                    agrees = ((v > atol) | (tie_up & (v >= -atol))) == up
+                    right[j] += agrees
+                    step[j] = (two * x.dtype.type(up) - one) * x.dtype.type(not agrees)
             for j in range(n):
                 grads[a, j] += step[j]
             for j in range(n):

@@ -63,34 +63,44 @@ def _projected_gradient(x, gradient, out, free):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _two_loop(projected, free, s_memory, y_memory, rho, order, out):
+def _update_and_dot(out, alpha, update, probe):
+    """``out += alpha * update``, then return ``probe . out``, in one pass."""
+    total = 0.0
+    for i in range(out.shape[0]):
+        out[i] += alpha * update[i]
+        total += np.float64(probe[i]) * np.float64(out[i])
+    return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _two_loop(projected, free, s_memory, y_memory, rho, y_squared, order, out):
     """L-BFGS direction ``out = -H g`` on the free pixels (``projected`` is 0 on the others).
 
     ``order`` lists the rows of the curvature memory, oldest first; with no
     pairs the direction is steepest descent scaled to a largest step of 1.
+    Each update of the two-loop recursion is fused with the dot product the
+    next one needs, so ``k`` pairs cost ``2k + 2`` passes over the image.
     """
     out[:] = projected
-    if order.shape[0] == 0:
-        scale = max(np.max(np.abs(out)), 1e-300)
+    count = order.shape[0]
+    if count == 0:
+        scale = max(np.max(np.abs(out)), 1e-30)
         for i in range(out.shape[0]):
-            out[i] = -out[i] / scale
+            out[i] = -out[i] / scale if free[i] else 0.0
         return
-    alphas = np.empty(order.shape[0])
-    for k in range(order.shape[0] - 1, -1, -1):
-        row = order[k]
-        alpha = rho[row] * _dot(s_memory[row], out)
-        alphas[k] = alpha
-        for i in range(out.shape[0]):
-            out[i] -= alpha * y_memory[row, i]
-    newest = order[-1]
-    gamma = 1.0 / (rho[newest] * _dot(y_memory[newest], y_memory[newest]))
-    for i in range(out.shape[0]):
-        out[i] *= gamma
-    for k in range(order.shape[0]):
-        row = order[k]
-        beta = alphas[k] - rho[row] * _dot(y_memory[row], out)
-        for i in range(out.shape[0]):
-            out[i] += beta * s_memory[row, i]
+    alphas = np.empty(count)
+    dot = _dot(s_memory[order[count - 1]], out)
+    for k in range(count - 1, -1, -1):  # newest to oldest
+        alphas[k] = rho[order[k]] * dot
+        probe = s_memory[order[k - 1]] if k > 0 else s_memory[order[k]]
+        dot = _update_and_dot(out, -alphas[k], y_memory[order[k]], probe)
+    newest = order[count - 1]
+    out *= 1.0 / (rho[newest] * y_squared[newest])
+    dot = _dot(y_memory[order[0]], out)
+    for k in range(count):  # oldest to newest
+        beta = alphas[k] - rho[order[k]] * dot
+        probe = y_memory[order[k + 1]] if k + 1 < count else y_memory[order[k]]
+        dot = _update_and_dot(out, beta, s_memory[order[k]], probe)
     for i in range(out.shape[0]):
         out[i] = -out[i] if free[i] else 0.0
 
@@ -233,8 +243,8 @@ class SignConsistency:
             raise ValueError(f"x0 must have shape {self.shape}, got {self.x0.shape}")
 
     def _evaluate(self, x):
-        """Objective, gradient (float64, flat) and share of reproduced bits at ``x``."""
-        image = x.reshape(self.shape).astype(np.float32)
+        """Objective, gradient (float32, flat) and share of reproduced bits at ``x`` (float32, flat)."""
+        image = x.reshape(self.shape)
         if callable(getattr(self.operator, "squared_hinge", None)):
             value, gradient, agree = self.operator.squared_hinge(image, self.packed, self.margin, atol=self.atol)
             consistency = agree / self.n_bits
@@ -249,9 +259,9 @@ class SignConsistency:
             gradient = self.operator.adjoint(-2.0 * sign * residual)
             bits = sign_with_ties(values, tie_positive=self.tie_positive, atol=self.atol)
             consistency = float(np.mean((bits > 0) == positive))
-        gradient = np.asarray(gradient, dtype=np.float64).ravel()
+        gradient = np.asarray(gradient, dtype=np.float32).ravel()
         if self.smoothness:
-            tv, tv_gradient = smoothed_total_variation(image)  # float32: half the time, ample precision
+            tv, tv_gradient = smoothed_total_variation(image)
             value += self.smoothness * tv
             gradient += self.smoothness * tv_gradient.ravel()
         return value, gradient, consistency
@@ -269,23 +279,26 @@ class SignConsistency:
 
     def steps(self):
         """Yield a :class:`SolverState` after every projected L-BFGS iteration."""
-        x = np.clip(self.x0.ravel(), 0.0, 1.0)
+        # Single precision throughout (values and dot products add up in double):
+        # every vector pass over the image costs half as much.
+        x = np.clip(self.x0.ravel(), 0.0, 1.0).astype(np.float32)
         n = x.size
         value, gradient, consistency = self._evaluate(x)
         s_memory = np.empty((HISTORY, n), dtype=np.float32)  # curvature pairs, a ring buffer
         y_memory = np.empty((HISTORY, n), dtype=np.float32)
-        rho = np.empty(HISTORY)
+        rho, y_squared = np.empty(HISTORY), np.empty(HISTORY)
         order = []  # rows of the memory, oldest first
-        projected, free = np.empty(n), np.empty(n, dtype=bool)
-        direction, candidate = np.empty(n), np.empty(n)
+        projected, free = np.empty(n, dtype=np.float32), np.empty(n, dtype=bool)
+        direction, candidate = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
         for iteration in range(1, self.iterations + 1):
             if _projected_gradient(x, gradient, projected, free) <= PROJECTED_GRADIENT_TOLERANCE:
                 yield self._state(iteration, x, value, consistency, True)
                 return
-            _two_loop(projected, free, s_memory, y_memory, rho, np.array(order, dtype=np.int64), direction)
+            _two_loop(projected, free, s_memory, y_memory, rho, y_squared, np.array(order, dtype=np.int64), direction)
             if _dot(gradient, direction) >= 0.0:  # not a descent direction: forget the curvature pairs
                 order.clear()
-                _two_loop(projected, free, s_memory, y_memory, rho, np.array(order, dtype=np.int64), direction)
+                _two_loop(projected, free, s_memory, y_memory, rho, y_squared, np.array(order, dtype=np.int64),
+                          direction)
             step, trial = 1.0, None
             for _ in range(MAX_BACKTRACKS):
                 slope = _projected_step(x, direction, step, gradient, candidate)
@@ -298,10 +311,11 @@ class SignConsistency:
                 return
             new_value, new_gradient, consistency = trial
             s_vector, y_vector = candidate - x, new_gradient - gradient
-            curvature = _dot(s_vector, y_vector)
-            if curvature > CURVATURE_TOLERANCE * _dot(y_vector, y_vector):
+            curvature, squared = _dot(s_vector, y_vector), _dot(y_vector, y_vector)
+            if curvature > CURVATURE_TOLERANCE * squared:
                 row = (order[-1] + 1) % HISTORY if order else 0
-                s_memory[row], y_memory[row], rho[row] = s_vector, y_vector, 1.0 / curvature
+                s_memory[row], y_memory[row] = s_vector, y_vector
+                rho[row], y_squared[row] = 1.0 / curvature, squared
                 order = [r for r in order if r != row][-(HISTORY - 1):] + [row]
             decrease = value - new_value
             x, candidate = candidate, x
