@@ -236,11 +236,6 @@ def _site_blocks(site_base, site_pattern, limit):
     return np.array(starts, dtype=np.int64), np.array(strides, dtype=np.int64)
 
 
-def _is_box(stencil):
-    """Whether a stencil is one weight over its whole rectangle (a box: O(1) a pixel to filter with)."""
-    return bool(np.all(stencil == stencil.flat[0]))
-
-
 @numba.njit(cache=True, nogil=True)
 def _box_planes(integral, boxes, planes):
     """``planes[k, r W + c] = weight_k * (box sum of the image at (r, c), size h_k x w_k)`` from its integral.
@@ -303,19 +298,193 @@ def _box_adjoint(planes, boxes, height, width, out):
             out[(r - 1) * width + c] += below[c + 1]
 
 
-def _stencils(matrix, patch_size):
-    """Each row of a CSR field-kernel matrix as (anchor row, anchor col, dense stencil).
+def _field_entries(patterns, kernel):
+    """The nonzeros of the field kernels of all patterns, the fields numbered through the patterns in order.
 
-    Reads the CSR arrays directly: slicing a scipy row costs ~100 us, which
-    dominated building operators with one pattern per keypoint.
+    Parameters
+    ----------
+    patterns : sequence of Pattern
+    kernel : {"gaussian", "box"} or None
+        Field kernel; None: each pattern's own.
+
+    Returns
+    -------
+    field_pattern : ndarray of int, shape (F,)
+        Pattern of each field.
+    entry_start : ndarray of int, shape (F + 1,)
+        Entries of field ``f``: ``entry_start[f]:entry_start[f + 1]``, in
+        row-major order, at least one (:func:`lbdviewer.operators.field_bounds`).
+    pixels : ndarray of int32, shape (E,)
+        Row-major index of each entry's pixel in its patch.
+    weights : ndarray of float64, shape (E,)
     """
-    rows, cols = np.divmod(matrix.indices, patch_size)
-    for start, stop in zip(matrix.indptr[:-1], matrix.indptr[1:]):
-        r, c = rows[start:stop], cols[start:stop]
-        r0, c0 = r.min(), c.min()
-        stencil = np.zeros((r.max() - r0 + 1, c.max() - c0 + 1))
-        stencil[r - r0, c - c0] = matrix.data[start:stop]
-        yield int(r0), int(c0), stencil
+    matrices = []
+    for pattern in patterns:
+        matrix = field_kernels(pattern, kernel or pattern.kernel).tocsr()
+        matrix.sum_duplicates()  # sorted, one entry a pixel
+        matrices.append(matrix)
+    field_pattern = np.repeat(np.arange(len(matrices)), [matrix.shape[0] for matrix in matrices])
+    counts = np.concatenate([np.diff(matrix.indptr) for matrix in matrices])
+    entry_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    pixels = np.concatenate([matrix.indices for matrix in matrices]).astype(np.int32, copy=False)
+    return field_pattern, entry_start, pixels, np.concatenate([matrix.data for matrix in matrices])
+
+
+@numba.njit(cache=True)
+def _mix(value):
+    """splitmix64 of a uint64: equal values give equal hashes, others hashes spread evenly."""
+    z = value + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True)
+def _field_stencils(entry_start, pixels, field_size, weights):
+    """Each field's anchor and stencil shape, whether its stencil is a box, and hashes of both.
+
+    A field's stencil is the dense rectangle of its kernel's bounding box.
+    Stencils are equal when their shapes and weights rounded to 1e-9 are
+    (see :func:`_same_fields`). The arguments are those of
+    :func:`_field_entries` and each field's patch size.
+
+    Returns
+    -------
+    corner : ndarray of int, shape (F, 4)
+        ``(r0, c0, h, w)``: anchor (top-left pixel in the patch) and shape.
+    box : ndarray of bool, shape (F,)
+        Whether the stencil has one weight throughout (O(1) a pixel to filter).
+    top_left : ndarray of float64, shape (F,)
+        The stencil's top-left weight.
+    hashes : ndarray of uint64, shape (F, 2)
+        Hash of each field's stencil, and of the stencil and its anchor.
+    """
+    n_fields = entry_start.shape[0] - 1
+    corner = np.empty((n_fields, 4), dtype=np.int64)
+    box = np.empty(n_fields, dtype=np.bool_)
+    top_left = np.empty(n_fields)
+    hashes = np.empty((n_fields, 2), dtype=np.uint64)
+    for f in range(n_fields):
+        start, stop, size = entry_start[f], entry_start[f + 1], field_size[f]
+        r0, r1 = pixels[start] // size, pixels[stop - 1] // size
+        c0, c1 = size, 0
+        low, high = weights[start], weights[start]
+        for e in range(start, stop):
+            c = pixels[e] - pixels[e] // size * size
+            c0, c1 = min(c0, c), max(c1, c)
+            low, high = min(low, weights[e]), max(high, weights[e])
+        h, w = r1 - r0 + 1, c1 - c0 + 1
+        corner[f, 0], corner[f, 1], corner[f, 2], corner[f, 3] = r0, c0, h, w
+        box[f] = low == high and (stop - start == h * w or high == 0.0)
+        top_left[f] = weights[start] if pixels[start] == r0 * size + c0 else 0.0
+        value = _mix(_mix(np.uint64(h)) ^ np.uint64(w))
+        for e in range(start, stop):
+            rounded = np.int64(np.rint(weights[e] * 1e9))
+            if rounded != 0:
+                r = pixels[e] // size
+                value = _mix(_mix(value ^ np.uint64((r - r0) * w + pixels[e] - r * size - c0)) ^ np.uint64(rounded))
+        hashes[f, 0], hashes[f, 1] = value, _mix(_mix(value ^ np.uint64(r0)) ^ np.uint64(c0))
+    return corner, box, top_left, hashes
+
+
+@numba.njit(cache=True)
+def _same_fields(head, corner, entry_start, pixels, field_size, weights, f, g):
+    """Whether fields ``f`` and ``g`` have equal ``head`` rows and stencils.
+
+    Stencils are compared as their weights that do not round to 0 at 1e-9,
+    with their places in the stencil (``corner`` of :func:`_field_stencils`).
+    """
+    for c in range(head.shape[1]):
+        if head[f, c] != head[g, c]:
+            return False
+    if corner[f, 2] != corner[g, 2] or corner[f, 3] != corner[g, 3]:
+        return False
+    i, j = entry_start[f], entry_start[g]
+    while True:
+        while i < entry_start[f + 1] and np.rint(weights[i] * 1e9) == 0.0:
+            i += 1
+        while j < entry_start[g + 1] and np.rint(weights[j] * 1e9) == 0.0:
+            j += 1
+        if i == entry_start[f + 1] or j == entry_start[g + 1]:
+            return i == entry_start[f + 1] and j == entry_start[g + 1]
+        ri, rj = pixels[i] // field_size[f], pixels[j] // field_size[g]
+        if (np.rint(weights[i] * 1e9) != np.rint(weights[j] * 1e9) or ri - corner[f, 0] != rj - corner[g, 0]
+                or pixels[i] - ri * field_size[f] - corner[f, 1] != pixels[j] - rj * field_size[g] - corner[g, 1]):
+            return False
+        i, j = i + 1, j + 1
+
+
+@numba.njit(cache=True)
+def _group_fields(fields, segment_start, hashes, head, corner, entry_start, pixels, field_size, weights):
+    """Number the distinct ``fields`` of each segment in order of first occurrence (a hash table).
+
+    Fields are equal when their ``head`` rows and stencils are (see
+    :func:`_same_fields`; the other arguments are those of
+    :func:`_field_stencils` and its ``corner``). ``hashes`` (one per field)
+    must agree for equal fields; fields whose hashes agree are compared in
+    full, so the grouping is exact whatever the hash. Fields of different
+    segments (``fields[segment_start[s]:segment_start[s + 1]]``) are never grouped.
+
+    Returns
+    -------
+    ids : ndarray of int, shape (n,)
+        Group of each of ``fields``, ``0..G-1`` in order of first occurrence.
+    first, last : ndarray of int, shape (G,)
+        Position in ``fields`` of each group's first and last field.
+    """
+    n = fields.shape[0]
+    size = 2
+    while size < 2 * np.max(np.diff(segment_start)):
+        size *= 2
+    mask = np.uint64(size - 1)
+    slots = np.empty((size, 2), dtype=np.uint64)  # (group + 1, hash): one cache line a probe
+    ids = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    last = np.empty(n, dtype=np.int64)
+    groups = 0
+    for s in range(segment_start.shape[0] - 1):
+        slots[:, 0] = 0
+        for i in range(segment_start[s], segment_start[s + 1]):
+            f = fields[i]
+            slot = hashes[f] & mask
+            while slots[slot, 0] > 0 and not (slots[slot, 1] == hashes[f] and _same_fields(
+                    head, corner, entry_start, pixels, field_size, weights, f, fields[first[slots[slot, 0] - 1]])):
+                slot = (slot + np.uint64(1)) & mask
+            if slots[slot, 0] == 0:
+                first[groups] = i
+                groups += 1
+                slots[slot, 0], slots[slot, 1] = groups, hashes[f]
+            ids[i] = slots[slot, 0] - 1
+            last[ids[i]] = i
+    return ids, first[:groups].copy(), last[:groups].copy()
+
+
+@numba.njit(cache=True)
+def _taps(fields, entry_start, pixels, field_size, weights, width):
+    """The nonzero weights of ``fields`` (none for -1) and their offsets in a ``width``-wide image, in order.
+
+    Returns ``(tap_start, tap_offset, tap_weight)`` as the kernels read them.
+    """
+    tap_start = np.zeros(fields.shape[0] + 1, dtype=np.int64)
+    count = 0
+    for i in range(fields.shape[0]):
+        if fields[i] >= 0:
+            for e in range(entry_start[fields[i]], entry_start[fields[i] + 1]):
+                count += weights[e] != 0.0
+        tap_start[i + 1] = count
+    tap_offset = np.empty(count, dtype=np.int64)
+    tap_weight = np.empty(count)
+    t = 0
+    for i in range(fields.shape[0]):
+        f = fields[i]
+        if f < 0:
+            continue
+        for e in range(entry_start[f], entry_start[f + 1]):
+            if weights[e] != 0.0:
+                tap_offset[t] = pixels[e] // field_size[f] * width + pixels[e] % field_size[f]
+                tap_weight[t] = weights[e]
+                t += 1
+    return tap_start, tap_offset, tap_weight
 
 
 def index_patterns(patterns, n_sites):
@@ -439,63 +608,66 @@ class JointOperator:
 
     # -- construction ---------------------------------------------------
     def _build_tables(self, backend):
+        """The kernels' tables: each pattern's distinct fields, the filtered planes, taps and pairs.
+
+        Compiled passes over all fields of all patterns at once (thousands of
+        keypoint patterns take seconds, most in ``field_kernels``). A pattern's fields with the same anchor and
+        stencil are one field; a stencil's reads (its distinct fields over
+        all patterns, times their sites) decide whether it is filtered.
+        Planes are the general stencils, then the boxes, each in order of
+        first occurrence; a plane takes the weights of its stencil's last field.
+        """
         height, width = self._shape2d
         n_pixels = height * width
+        field_pattern, entry_start, pixels, weights = _field_entries(self.patterns, self.kernel)
+        field_size = np.array([p.patch_size for p in self.patterns], dtype=np.int64)[field_pattern]
+        corner, box, top_left, hashes = _field_stencils(entry_start, pixels, field_size, weights)
+        entries = (corner, entry_start, pixels, field_size, weights)
+        pattern_start = np.concatenate([[0], np.cumsum([p.n_fields for p in self.patterns])]).astype(np.int64)
+        # Fields of a pattern with one anchor and stencil (BRIEF: 1024 fields, ~600 distinct).
+        distinct, first, _ = _group_fields(np.arange(len(corner)), pattern_start, hashes[:, 1], corner[:, :2],
+                                           *entries)
+        field_counts = np.bincount(field_pattern[first], minlength=len(self.patterns))
+        field_start = np.concatenate([[0], np.cumsum(field_counts)]).astype(np.int64)
+        # Stencils of the distinct fields over all patterns, wherever anchored (BRIEF: one Gaussian).
+        own, _, last = _group_fields(first, np.array([0, len(first)]), hashes[:, 0], corner[:, :0], *entries)
+        last = first[last]  # the field whose weights each stencil's plane takes
         site_counts = np.bincount(self.site_pattern, minlength=len(self.patterns))
-        fields = []  # (pattern index, anchor r, anchor c, stencil, key), each distinct field once
-        field_counts, field_index = [], []  # per pattern: distinct fields, field -> distinct field
-        reads, stencils = {}, {}
-        for p, pattern in enumerate(self.patterns):
-            matrix = field_kernels(pattern, self.kernel or pattern.kernel).tocsr()
-            matrix.sort_indices()
-            seen, index = {}, np.empty(pattern.n_fields, dtype=np.int64)
-            for f, (r0, c0, stencil) in enumerate(_stencils(matrix, pattern.patch_size)):
-                key = (stencil.shape, np.round(stencil * 1e9).astype(np.int64).tobytes())
-                if (r0, c0, key) not in seen:  # BRIEF: 1024 fields, ~600 distinct
-                    seen[(r0, c0, key)] = len(seen)
-                    stencils[key] = stencil
-                    reads[key] = reads.get(key, 0) + int(site_counts[p])
-                    fields.append((p, r0, c0, stencil, key))
-                index[f] = seen[(r0, c0, key)]
-            field_counts.append(len(seen))
-            field_index.append(index)
+        reads = np.bincount(own, weights=site_counts[field_pattern[first]])
+        size, box = corner[last, 2] * corner[last, 3], box[last]
         if backend == "filtered":
-            chosen = set(reads)
+            chosen = np.ones(len(last), dtype=bool)
         elif backend == "direct":
-            chosen = set()
+            chosen = np.zeros(len(last), dtype=bool)
         else:
-            chosen = {key for key, count in reads.items() if count >= FILTER_READS_PER_PIXEL * n_pixels
-                      or (_is_box(stencils[key]) and count * stencils[key].size >= n_pixels)}
-        # One filtered plane per chosen stencil: general stencils first, then boxes (filtered together).
-        planes = sorted((key for key in chosen), key=lambda key: _is_box(stencils[key]))
-        group_of = {key: group for group, key in enumerate(planes)}
-        self._stencils = [stencils[key].astype(self.dtype) for key in planes if not _is_box(stencils[key])]
-        self._boxes = np.array([(*stencils[key].shape, stencils[key].flat[0]) for key in planes
-                                if _is_box(stencils[key])], dtype=np.float64).reshape(-1, 3)
-        field_group, field_offset, tap_start, tap_offset, tap_weight = [], [], [0], [], []
-        for p, r0, c0, stencil, key in fields:
-            if key in chosen:
-                field_group.append(group_of[key])
-                field_offset.append(r0 * width + c0)
-                tap_start.append(tap_start[-1])
-            else:
-                rows, cols = np.nonzero(stencil)
-                field_group.append(-1)
-                field_offset.append(0)
-                tap_offset.extend((rows + r0) * width + cols + c0)
-                tap_weight.extend(stencil[rows, cols])
-                tap_start.append(tap_start[-1] + rows.size)
-        dtype = self.dtype
+            chosen = (reads >= FILTER_READS_PER_PIXEL * n_pixels) | (box & (reads * size >= n_pixels))
+        general, boxes = np.flatnonzero(chosen & ~box), np.flatnonzero(chosen & box)
+        group_of = np.full(len(last), -1, dtype=np.int64)
+        group_of[np.concatenate([general, boxes])] = np.arange(len(general) + len(boxes))
+        self._stencils = []
+        for f in last[general]:
+            r0, c0, h, w = corner[f]
+            rows, cols = np.divmod(pixels[entry_start[f]:entry_start[f + 1]], field_size[f])
+            dense = np.zeros((h, w))
+            dense[rows - r0, cols - c0] = weights[entry_start[f]:entry_start[f + 1]]
+            self._stencils.append(dense.astype(self.dtype))
+        self._boxes = np.column_stack([corner[:, 2:], top_left])[last[boxes]].astype(np.float64)
+
+        field_group = group_of[own]
+        tap_start, tap_offset, tap_weight = _taps(np.where(field_group < 0, first, -1), entry_start, pixels,
+                                                  field_size, weights, width)
+        pairs = np.concatenate([p.pairs + pattern_start[index] for index, p in enumerate(self.patterns)])
+        pairs = distinct[pairs] - field_start[field_pattern[pairs]]
         self._tables = (
-            np.cumsum([0] + field_counts).astype(np.int64),
-            np.array(field_group, dtype=np.int64),
-            np.array(field_offset, dtype=np.int64),
-            np.array(tap_start, dtype=np.int64),
-            np.array(tap_offset, dtype=np.int64),
-            np.array(tap_weight, dtype=dtype),
+            field_start,
+            field_group,
+            np.where(field_group >= 0, corner[first, 0] * width + corner[first, 1], 0),
+            tap_start,
+            tap_offset,
+            tap_weight.astype(self.dtype),
             np.cumsum([0] + [p.m for p in self.patterns]).astype(np.int64),
-            np.concatenate([index[p.pairs[:, 0]] for p, index in zip(self.patterns, field_index)]),
-            np.concatenate([index[p.pairs[:, 1]] for p, index in zip(self.patterns, field_index)]),
+            np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
+            np.ascontiguousarray(pairs[:, 1], dtype=np.int64),
         )
         self._site_base = (self.sites[:, 0] * width + self.sites[:, 1]).astype(np.int64)
         self._block_start, self._block_stride = _site_blocks(self._site_base, self.site_pattern, BLOCK_SITES)

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
+import lbdviewer.joint as joint
 from lbdviewer.joint import JointOperator
-from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties
+from lbdviewer.operators import DescriptorOperator, field_kernels, pack_bits, sign_with_ties
 from lbdviewer.patterns import make_pattern
 from lbdviewer.sites import grid_sites
 
@@ -157,3 +158,128 @@ def test_squared_hinge_takes_packed_bits_and_names_bad_shapes(pattern):
         op.squared_hinge(x, positive[:, :60], 0.01)
     with pytest.raises(ValueError, match=r"margin must be a number or have shape \(1, 64\)"):
         op.squared_hinge(x, positive, np.full((1, 60), 0.01))
+
+
+def reference_tables(op, backend):
+    """The tables of ``op`` built field by field (the obvious way), planes in order of first occurrence."""
+    height, width = op.domain_shape
+    site_counts = np.bincount(op.site_pattern, minlength=len(op.patterns))
+    fields, field_counts, field_index, reads, stencils = [], [], [], {}, {}
+    for p, pattern in enumerate(op.patterns):
+        matrix = field_kernels(pattern, op.kernel or pattern.kernel).tocsr()
+        seen, index = {}, np.empty(pattern.n_fields, dtype=np.int64)
+        for f in range(pattern.n_fields):
+            row = matrix[f]
+            r, c = np.divmod(row.indices, pattern.patch_size)
+            r0, c0 = int(r.min()), int(c.min())
+            stencil = np.zeros((r.max() - r0 + 1, c.max() - c0 + 1))
+            stencil[r - r0, c - c0] = row.data
+            key = (stencil.shape, np.round(stencil * 1e9).astype(np.int64).tobytes())
+            if (r0, c0, key) not in seen:
+                seen[(r0, c0, key)] = len(seen)
+                stencils[key] = stencil
+                reads[key] = reads.get(key, 0) + int(site_counts[p])
+                fields.append((r0, c0, stencil, key))
+            index[f] = seen[(r0, c0, key)]
+        field_counts.append(len(seen))
+        field_index.append(index)
+
+    def is_box(key):
+        return bool(np.all(stencils[key] == stencils[key].flat[0]))
+
+    if backend == "auto":
+        chosen = [key for key, count in reads.items() if count >= joint.FILTER_READS_PER_PIXEL * height * width
+                  or (is_box(key) and count * stencils[key].size >= height * width)]
+    else:
+        chosen = list(reads) if backend == "filtered" else []
+    planes = [key for key in chosen if not is_box(key)] + [key for key in chosen if is_box(key)]
+    group_of = {key: group for group, key in enumerate(planes)}
+    field_group, field_offset, tap_start, tap_offset, tap_weight = [], [], [0], [], []
+    for r0, c0, stencil, key in fields:
+        field_group.append(group_of.get(key, -1))
+        field_offset.append(r0 * width + c0 if key in group_of else 0)
+        if key not in group_of:
+            rows, cols = np.nonzero(stencil)
+            tap_offset.extend((rows + r0) * width + cols + c0)
+            tap_weight.extend(stencil[rows, cols])
+        tap_start.append(len(tap_offset))
+    tables = (np.cumsum([0] + field_counts), np.array(field_group), np.array(field_offset), np.array(tap_start),
+              np.array(tap_offset, dtype=np.int64), np.array(tap_weight, dtype=op.dtype),
+              np.cumsum([0] + [p.m for p in op.patterns]),
+              np.concatenate([index[p.pairs[:, 0]] for p, index in zip(op.patterns, field_index)]),
+              np.concatenate([index[p.pairs[:, 1]] for p, index in zip(op.patterns, field_index)]))
+    boxes = np.array([(*stencils[key].shape, stencils[key].flat[0]) for key in planes if is_box(key)]).reshape(-1, 3)
+    return tables, [stencils[key].astype(op.dtype) for key in planes if not is_box(key)], boxes
+
+
+def assert_tables_equal(op, backend):
+    tables, stencils, boxes = reference_tables(op, backend)
+    for built, expected in zip(op._tables, tables):
+        np.testing.assert_array_equal(built, expected)
+        assert built.dtype == expected.dtype
+    assert len(op._stencils) == len(stencils)
+    for built, expected in zip(op._stencils, stencils):
+        np.testing.assert_array_equal(built, expected)
+    np.testing.assert_array_equal(op._boxes, boxes)
+
+
+def keypoint_patterns(kind, count, rng):
+    """``count`` rotated and scaled copies of a pattern, and three sharing its stencils, all 24 x 24.
+
+    The last is turned by a hair: its stencils equal the others' to 1e-9, not bit for bit.
+    """
+    base = make_pattern(kind, patch_size=16, m=64, rng=3)
+    angles, scales = rng.uniform(0, 360, count), rng.uniform(0.6, 1.0, count)
+    patterns = [base.transformed(angle=float(a), scale=float(s), patch_size=24) for a, s in zip(angles, scales)]
+    return patterns + [base.transformed(patch_size=24), base.transformed(angle=90.0, patch_size=24),
+                       base.transformed(angle=1e-9, patch_size=24)]
+
+
+@pytest.mark.parametrize("kind", ["brief", "freak"])
+@pytest.mark.parametrize("backend", ["auto", "direct", "filtered"])
+def test_tables_of_many_keypoint_patterns_match_a_field_by_field_build(kind, backend):
+    rng = np.random.default_rng(10)
+    patterns = keypoint_patterns(kind, 40, rng)
+    sites = rng.integers(0, 40, (len(patterns), 2))
+    assert_tables_equal(JointOperator((64, 64), sites, patterns, backend=backend, dtype=np.float64), backend)
+
+
+@pytest.mark.parametrize("kernel", [None, "box", "gaussian"])
+def test_tables_of_grids_match_a_field_by_field_build(pattern, kernel):
+    sites = grid_sites((40, 48), patch_size=16, offset=2)  # enough reads to filter
+    op = JointOperator((40, 48), sites, pattern, kernel=kernel)
+    assert_tables_equal(op, "auto")
+    assert op.n_filters > 0
+
+
+@pytest.mark.parametrize("anchored", [False, True])
+def test_fields_with_colliding_hashes_are_told_apart(anchored):
+    rng = np.random.default_rng(11)
+    patterns = keypoint_patterns("brief", 3, rng) + keypoint_patterns("freak", 3, rng)
+    field_pattern, entry_start, pixels, weights = joint._field_entries(patterns, None)
+    sizes = np.full(len(field_pattern), 24)
+    corner, _, _, hashes = joint._field_stencils(entry_start, pixels, sizes, weights)
+    fields, segments = np.arange(len(field_pattern)), np.array([0, 100, len(field_pattern)])
+    head = corner[:, :2] if anchored else corner[:, :0]
+    entries = (corner, entry_start, pixels, sizes, weights)
+    expected = joint._group_fields(fields, segments, hashes[:, int(anchored)], head, *entries)
+    assert 1 < len(expected[1]) < len(fields)  # some fields are equal, not all
+    collide = np.zeros(len(fields), dtype=np.uint64)  # every field in one slot
+    for built, reference in zip(joint._group_fields(fields, segments, collide, head, *entries), expected):
+        np.testing.assert_array_equal(built, reference)
+
+
+def test_many_keypoint_patterns_equal_the_patch_operator_at_each_site():
+    rng = np.random.default_rng(12)
+    patterns = keypoint_patterns("brief", 20, rng) + keypoint_patterns("freak", 20, rng)
+    patterns += patterns[:3]  # sites sharing a Pattern
+    image = rng.random((48, 56))
+    sites = np.stack([rng.integers(0, 48 - 24, len(patterns)), rng.integers(0, 56 - 24, len(patterns))], axis=1)
+    op = JointOperator(image.shape, sites, patterns, dtype=np.float64)
+    values, y = op.forward(image), rng.standard_normal(op.range_shape)
+    expected = np.zeros_like(image)
+    for (r, c), pattern, row, weights in zip(sites, patterns, values, y):
+        patch = DescriptorOperator(pattern, dtype=np.float64)
+        np.testing.assert_allclose(row, patch.forward(image[r:r + 24, c:c + 24]), atol=1e-12)
+        expected[r:r + 24, c:c + 24] += patch.adjoint(weights)
+    np.testing.assert_allclose(op.adjoint(y), expected, atol=1e-12)
