@@ -53,7 +53,7 @@ from lbdviewer.solvers.base import thread_pool
 BACKENDS = ("auto", "direct", "filtered")
 FILTER_READS_PER_PIXEL = 0.25
 PARALLEL_MIN_SITES = 64  # fewer sites run in the calling thread
-BLOCK_SITES = 64  # sites a block of the squared-hinge kernel handles at once (its buffers stay in L2)
+BLOCK_SITES = 64  # sites a block of the kernels handles at once: its bits of one test fill a 64-bit word
 TIE_ATOL = 0.5 / 255  # half an 8-bit grey level: smaller differences are invisible in the output
 
 
@@ -146,25 +146,33 @@ def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base,
 
 
 @numba.njit(cache=True, nogil=True)
-def _unpack_block(bits, s0, n, m, positive):
-    """``positive[i, j]`` = bit ``i`` of site ``s0 + j`` (0 or 1) from bits packed least-significant first."""
-    for j in range(n):
-        for k in range(bits.shape[1]):
-            byte = bits[s0 + j, k]
-            for t in range(min(8, m - 8 * k)):
-                positive[8 * k + t, j] = (byte >> t) & 1
+def _block_words(packed, block_start, m):
+    """Bits regrouped by block: bit ``j`` of ``words[block, i]`` is bit ``i`` of the block's site ``j``.
+
+    ``packed`` holds each site's bits least-significant first, 8 a byte. A
+    block's bits for one test are then one 64-bit word, read by the kernels
+    with shifts as they sweep the block's sites.
+    """
+    words = np.zeros((block_start.shape[0] - 1, m), dtype=np.uint64)
+    for block in range(block_start.shape[0] - 1):
+        for j in range(block_start[block + 1] - block_start[block]):
+            site, bit = block_start[block] + j, np.uint64(1) << np.uint64(j)
+            for i in range(m):
+                if (packed[site, i >> 3] >> (i & 7)) & 1:
+                    words[block, i] |= bit
+    return words
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start, block_stride, block_lo, block_hi,
+def _bits_blocks(x, filtered, words, margin, hinge, tie_up, atol, m, block_start, block_stride, block_lo, block_hi,
                  site_base, site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
                  pair_start, pair_a, pair_b, out_x, out_filtered):
-    """Data term against packed bits, back-projected; returns ``(sum of squares, bits reproduced)``.
+    """Data term against target bits, back-projected; returns ``(sum of squares, bits reproduced)``.
 
     Sites are processed a block at a time with the site as the inner,
-    vectorised index: field means gathered ``(F, B)``, bits unpacked
-    ``(M, B)``, then every test ``i`` runs over the block's sites at once and
-    its step goes back to the means. ``hinge``: the step is
+    vectorised index: field means gathered ``(F, B)``, then every test ``i``
+    runs over the block's sites at once, its target bits one word of
+    ``words`` (:func:`_block_words`), and its step goes back to the means. ``hinge``: the step is
     ``-2 s [d - s v]_+`` with ``d = margin[p, i]`` on the strict side only
     (the side that does not take ties), and its squares are summed; else the
     step is the bit error ``(b - sign v) / 2`` (``s`` where the bit is wrong).
@@ -173,7 +181,6 @@ def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start,
     n_fields = np.max(np.diff(field_start))
     means = np.empty((n_fields, width), dtype=x.dtype)
     grads = np.zeros((n_fields, width), dtype=x.dtype)
-    positive = np.empty((m, width), dtype=np.uint8)
     step = np.empty(width, dtype=x.dtype)
     squares = np.zeros(width, dtype=np.float64)
     right = np.zeros(width, dtype=np.int64)
@@ -186,13 +193,12 @@ def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start,
         stride = block_stride[block]
         _block_means(x, filtered, s0, n, stride, f0, f1, site_base, field_group, field_offset, tap_start,
                      tap_offset, tap_weight, means)
-        _unpack_block(bits, s0, n, m, positive)
         for i in range(m):
-            a, b, delta = pair_a[i0 + i], pair_b[i0 + i], margin[p, i]
+            a, b, delta, word = pair_a[i0 + i], pair_b[i0 + i], margin[p, i], words[block, i]
             if hinge:  # two loops, not a test inside one: each vectorises
                 for j in range(n):
                     v = means[a, j] - means[b, j]
-                    up = positive[i, j] == 1
+                    up = (word >> np.uint64(j)) & np.uint64(1) == np.uint64(1)
                     sign = two * x.dtype.type(up) - one
                     right[j] += ((v > atol) | (tie_up & (v >= -atol))) == up
                     r = max(delta * x.dtype.type(up != tie_up) - sign * v, zero)
@@ -201,7 +207,7 @@ def _bits_blocks(x, filtered, bits, margin, hinge, tie_up, atol, m, block_start,
             else:
                 for j in range(n):
                     v = means[a, j] - means[b, j]
-                    up = positive[i, j] == 1
+                    up = (word >> np.uint64(j)) & np.uint64(1) == np.uint64(1)
                     agrees = ((v > atol) | (tie_up & (v >= -atol))) == up
                     right[j] += agrees
                     step[j] = (two * x.dtype.type(up) - one) * x.dtype.type(not agrees)
@@ -810,11 +816,42 @@ class JointOperator:
         expected = (len(self.sites), (self.m + 7) // 8)
         if packed_bits.dtype != np.uint8 or packed_bits.shape != expected:
             raise ValueError(f"packed_bits must be uint8 of shape {expected}, got {packed_bits.dtype} {packed_bits.shape}")
-        out, results = self._back_project(_bits_blocks, image.ravel(), self._filter(image), packed_bits,
+        words = _block_words(np.ascontiguousarray(packed_bits), self._block_start, self.m)
+        out, results = self._back_project(_bits_blocks, image.ravel(), self._filter(image), words,
                                           np.zeros((len(self.patterns), self.m), dtype=self.dtype), False,
                                           self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
         agree = sum(r[1] for r in results)
         return out.reshape(self._shape2d), int(len(self.sites) * self.m - agree)
+
+    def block_bits(self, positive):
+        """Target bits in the layout of the kernels: one 64-bit word per block of sites and test.
+
+        Parameters
+        ----------
+        positive : ndarray of bool, shape (S, M), or of uint8, shape (S, ceil(M / 8))
+            Bits (True = +1), or the same packed least-significant first.
+
+        Returns
+        -------
+        ndarray of uint64, shape (blocks, M)
+            For :meth:`squared_hinge`; as large as the packed bits.
+
+        Examples
+        --------
+        >>> from lbdviewer.patterns import make_pattern
+        >>> op = JointOperator((8, 9), [[0, 0], [0, 1]], make_pattern("brief", patch_size=8, m=3))
+        >>> op.block_bits(np.array([[True, False, True], [False, False, True]])).tolist()
+        [[1, 0, 3]]
+        """
+        packed_shape = (len(self.sites), (self.m + 7) // 8)
+        if positive.dtype == np.uint8 and positive.shape == packed_shape:
+            packed = np.ascontiguousarray(positive)
+        elif positive.dtype == bool and positive.shape == self.range_shape:
+            packed = np.packbits(positive, axis=1, bitorder="little")
+        else:
+            raise ValueError(f"positive must be bool {self.range_shape} or uint8 {packed_shape}, "
+                             f"got {positive.dtype} {positive.shape}")
+        return _block_words(packed, self._block_start, self.m)
 
     def squared_hinge(self, x, positive, margin, *, atol=TIE_ATOL):
         r"""Squared hinge of the bits, its gradient and the bits reproduced, in one pass.
@@ -832,7 +869,9 @@ class JointOperator:
             Current estimate.
         positive : ndarray of bool, shape (S, M), or of uint8, shape (S, ceil(M / 8))
             Target bits (True = +1), or the same packed least-significant
-            first (:func:`lbdviewer.operators.pack_bits` of the ±1 bits).
+            first (:func:`lbdviewer.operators.pack_bits` of the ±1 bits),
+            or in the kernels' own layout (:meth:`block_bits`, uint64): the
+            one to pass when the same bits are evaluated many times.
         margin : float or array_like, shape (len(patterns), M)
             Margin of each test of each pattern (rows in the order of
             :attr:`patterns`), asked of strict tests only: memory stays
@@ -857,13 +896,9 @@ class JointOperator:
         (4.0, (8, 8), 0)
         """
         image = np.ascontiguousarray(self._as_image(x, "x"))
-        packed_shape = (len(self.sites), (self.m + 7) // 8)
-        if positive.dtype == np.uint8 and positive.shape == packed_shape:
-            bits = np.ascontiguousarray(positive)
-        elif positive.dtype == bool and positive.shape == self.range_shape:
-            bits = np.packbits(positive, axis=1, bitorder="little")
-        else:
-            raise ValueError(f"positive must be bool {self.range_shape} or uint8 {packed_shape}, "
+        words = positive if positive.dtype == np.uint64 else self.block_bits(positive)
+        if words.shape != (len(self._block_start) - 1, self.m):
+            raise ValueError(f"positive must be uint64 {(len(self._block_start) - 1, self.m)} from block_bits, "
                              f"got {positive.dtype} {positive.shape}")
         table_shape = (len(self.patterns), self.m)
         margin = np.asarray(margin, dtype=self.dtype)
@@ -872,7 +907,7 @@ class JointOperator:
         if margin.shape != table_shape:
             raise ValueError(f"margin must be a number or have shape {table_shape}, got {margin.shape}")
         out, results = self._back_project(
-            _bits_blocks, image.ravel(), self._filter(image), bits, np.ascontiguousarray(margin), True,
+            _bits_blocks, image.ravel(), self._filter(image), words, np.ascontiguousarray(margin), True,
             self.tie_positive, self.dtype.type(atol), self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))

@@ -283,3 +283,22 @@ def test_many_keypoint_patterns_equal_the_patch_operator_at_each_site():
         np.testing.assert_allclose(row, patch.forward(image[r:r + 24, c:c + 24]), atol=1e-12)
         expected[r:r + 24, c:c + 24] += patch.adjoint(weights)
     np.testing.assert_allclose(op.adjoint(y), expected, atol=1e-12)
+
+
+def test_block_bits_hold_each_sites_bits_and_serve_squared_hinge(monkeypatch):
+    import lbdviewer.joint as joint
+
+    monkeypatch.setattr(joint, "BLOCK_SITES", 4)
+    rng = np.random.default_rng(11)
+    pattern = make_pattern("brief", patch_size=8, m=20)
+    sites = grid_sites((20, 23), patch_size=8, offset=3)  # rows of 6 sites: blocks of 4 and 2
+    op = JointOperator((20, 23), sites, pattern)
+    positive = rng.random(op.range_shape) > 0.5
+    words = op.block_bits(positive)
+    np.testing.assert_array_equal(words, op.block_bits(np.packbits(positive, axis=1, bitorder="little")))
+    starts = op._block_start
+    for block, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])):
+        for j, site in enumerate(range(lo, hi)):
+            np.testing.assert_array_equal((words[block] >> np.uint64(j)) & np.uint64(1), positive[site])
+    x = rng.random((20, 23))
+    assert op.squared_hinge(x, words, 0.01)[0] == op.squared_hinge(x, positive, 0.01)[0]

@@ -230,6 +230,9 @@ class SignConsistency:
         self.tie_positive = tie_positive
         self.n_bits = bits.size
         self.packed = np.packbits(bits > 0, axis=1, bitorder="little")
+        # The fused kernel's own layout of the bits, built once (JointOperator.block_bits).
+        block_bits = getattr(operator, "block_bits", None)
+        self._targets = block_bits(self.packed) if callable(block_bits) else self.packed
         try:
             self.margin = np.ascontiguousarray(np.broadcast_to(margin, (n_patterns, bits.shape[1])))
         except ValueError:
@@ -246,7 +249,7 @@ class SignConsistency:
         """Objective, gradient (float32, flat) and share of reproduced bits at ``x`` (float32, flat)."""
         image = x.reshape(self.shape)
         if callable(getattr(self.operator, "squared_hinge", None)):
-            value, gradient, agree = self.operator.squared_hinge(image, self.packed, self.margin, atol=self.atol)
+            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol)
             consistency = agree / self.n_bits
         else:
             values = self.operator.forward(image)
