@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numba
 import numpy as np
 from scipy import sparse
 
@@ -116,14 +117,51 @@ def unpack_bits(packed, m, *, bitorder="little"):
     return (2 * bits.astype(np.int8) - 1).astype(np.int8)
 
 
-def _support(centers, radii, size):
-    low = np.ceil(centers - radii - _SUPPORT_SLACK).astype(np.int64)
-    high = np.floor(centers + radii + _SUPPORT_SLACK).astype(np.int64)
-    narrow = low > high  # narrower than a pixel: read the nearest pixel
-    nearest = np.floor(centers + 0.5).astype(np.int64)
-    low = np.where(narrow, nearest, low)
-    high = np.where(narrow, nearest, high)
-    return np.maximum(low, 0), np.minimum(high, size - 1)
+@numba.njit(cache=True, nogil=True)
+def _support(center, radius, size):
+    """Inclusive pixel range ``(low, high)`` a field reads along one axis, clipped to the patch."""
+    low = np.ceil(center - radius - _SUPPORT_SLACK)
+    high = np.floor(center + radius + _SUPPORT_SLACK)
+    if low > high:  # narrower than a pixel: read the nearest pixel
+        low = high = np.floor(center + 0.5)
+    return max(np.int64(low), 0), min(np.int64(high), size - 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _bounds_and_starts(centers, radii_x, radii_y, sizes, bounds, entry_start):
+    """Fill each field's bounds and the start of its entries; return the first field that reads no pixel, or -1."""
+    entry_start[0] = 0
+    for f in range(centers.shape[0]):
+        x0, x1 = _support(centers[f, 0], radii_x[f], sizes[f])
+        y0, y1 = _support(centers[f, 1], radii_y[f], sizes[f])
+        if x0 > x1 or y0 > y1:
+            return f
+        bounds[f, 0], bounds[f, 1], bounds[f, 2], bounds[f, 3] = x0, x1, y0, y1
+        entry_start[f + 1] = entry_start[f] + (x1 - x0 + 1) * (y1 - y0 + 1)
+    return -1
+
+
+def _all_bounds(patterns):
+    """Bounds ``(F, 4)``, entry starts ``(F + 1,)``, centres ``(F, 2)`` and patch sizes ``(F,)`` of all fields."""
+    n_fields = [pattern.n_fields for pattern in patterns]
+    centers = np.concatenate([pattern.centers for pattern in patterns])
+    radii = [(pattern.radii, pattern.radii) if pattern.radii.ndim == 1 else pattern.radii.T for pattern in patterns]
+    radii_x = np.concatenate([radius[0] for radius in radii])
+    radii_y = np.concatenate([radius[1] for radius in radii])
+    sizes = np.repeat(np.array([pattern.patch_size for pattern in patterns], dtype=np.int64), n_fields)
+    bounds = np.empty((len(sizes), 4), dtype=np.int64)
+    entry_start = np.empty(len(sizes) + 1, dtype=np.int64)
+    empty = _bounds_and_starts(centers, radii_x, radii_y, sizes, bounds, entry_start)
+    if empty >= 0:
+        p = int(np.searchsorted(np.cumsum(n_fields), empty, side="right"))
+        pattern, index = patterns[p], empty - sum(n_fields[:p])
+        x, y = pattern.centers[index]
+        where = f" (patterns[{p}])" if len(patterns) > 1 else ""
+        raise ValueError(
+            f"field {index} of pattern {pattern.name!r}{where} at ({x:.2f}, {y:.2f}) "
+            f"reads no pixel of the {pattern.patch_size}x{pattern.patch_size} patch"
+        )
+    return bounds, entry_start, centers, sizes
 
 
 def field_bounds(pattern):
@@ -135,20 +173,95 @@ def field_bounds(pattern):
     ------
     ValueError
         If a field reads no pixel of the patch.
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns import make_pattern
+    >>> field_bounds(make_pattern("brief", patch_size=8, m=4)).shape
+    (8, 4)
     """
-    size = pattern.patch_size
-    radii = pattern.radii if pattern.radii.ndim == 2 else np.repeat(pattern.radii[:, None], 2, axis=1)
-    x0, x1 = _support(pattern.centers[:, 0], radii[:, 0], size)
-    y0, y1 = _support(pattern.centers[:, 1], radii[:, 1], size)
-    empty = np.flatnonzero((x0 > x1) | (y0 > y1))
-    if empty.size:
-        index = int(empty[0])
-        x, y = pattern.centers[index]
-        raise ValueError(
-            f"field {index} of pattern {pattern.name!r} at ({x:.2f}, {y:.2f}) "
-            f"reads no pixel of the {size}x{size} patch"
-        )
-    return np.stack([x0, x1, y0, y1], axis=1)
+    return _all_bounds([pattern])[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _entry_exponents(bounds, centers, sigmas, sizes, gaussian, entry_start, pixels, exponents):
+    """Each field's pixels, row-major, and the exponent of its Gaussian weight there (0 for a box)."""
+    for f in range(bounds.shape[0]):
+        x0, x1, y0, y1 = bounds[f, 0], bounds[f, 1], bounds[f, 2], bounds[f, 3]
+        e = entry_start[f]
+        for y in range(y0, y1 + 1):
+            for x in range(x0, x1 + 1):
+                pixels[e] = y * sizes[f] + x
+                if gaussian[f]:
+                    dx, dy = x - centers[f, 0], y - centers[f, 1]
+                    exponents[e] = -(dx * dx + dy * dy) / (2.0 * (sigmas[f] * sigmas[f]))
+                else:
+                    exponents[e] = 0.0
+                e += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _normalise_fields(entry_start, weights):
+    """Divide each field's weights by their sum, summed in entry order."""
+    for f in range(entry_start.shape[0] - 1):
+        total = 0.0
+        for e in range(entry_start[f], entry_start[f + 1]):
+            total += weights[e]
+        for e in range(entry_start[f], entry_start[f + 1]):
+            weights[e] /= total
+
+
+def field_entries(patterns, *, kernel=None):
+    """The non-zeros of the field kernels of many patterns, all fields at once.
+
+    The fields of all patterns are numbered through the patterns in order;
+    field ``f`` holds exactly the entries of its row of :func:`field_kernels`,
+    in the same order (its pixels row-major).
+
+    Parameters
+    ----------
+    patterns : sequence of Pattern
+        At least one.
+    kernel : {"gaussian", "box"} or None
+        Field kernel of every pattern; None: each pattern's own.
+
+    Returns
+    -------
+    entry_start : ndarray of int64, shape (F + 1,)
+        Entries of field ``f``: ``entry_start[f]:entry_start[f + 1]``, at least one.
+    pixels : ndarray of int32, shape (E,)
+        Row-major index of each entry's pixel in its patch.
+    weights : ndarray of float64, shape (E,)
+        Each field's weights sum to 1.
+
+    Raises
+    ------
+    ValueError
+        If a field reads no pixel of its patch (the message names the field
+        and the pattern, and its position in ``patterns``).
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns import make_pattern
+    >>> brief = make_pattern("brief", patch_size=8, m=4)
+    >>> start, pixels, weights = field_entries([brief, brief.transformed(angle=30)])
+    >>> start.shape, np.allclose(np.add.reduceat(weights, start[:-1]), 1)
+    ((17,), True)
+    """
+    if kernel is not None and kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS} or None, got {kernel!r}")
+    if len(patterns) == 0:
+        raise ValueError("patterns must hold at least one Pattern")
+    bounds, entry_start, centers, sizes = _all_bounds(patterns)
+    sigmas = np.concatenate([pattern.sigmas for pattern in patterns])
+    gaussian = np.repeat([(kernel or pattern.kernel) == "gaussian" for pattern in patterns],
+                         [pattern.n_fields for pattern in patterns])
+    pixels = np.empty(entry_start[-1], dtype=np.int32)
+    weights = np.empty(entry_start[-1])
+    _entry_exponents(bounds, centers, sigmas, sizes, gaussian, entry_start, pixels, weights)
+    np.exp(weights, out=weights)
+    _normalise_fields(entry_start, weights)
+    return entry_start, pixels, weights
 
 
 def field_kernels(pattern, kernel):
@@ -162,6 +275,8 @@ def field_kernels(pattern, kernel):
     Returns
     -------
     scipy.sparse.csr_matrix, float64
+        Row ``f`` holds field ``f``'s pixels in row-major order (see
+        :func:`field_entries`, which computes many patterns at once).
 
     Examples
     --------
@@ -172,22 +287,8 @@ def field_kernels(pattern, kernel):
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    size = pattern.patch_size
-    x0, x1, y0, y1 = field_bounds(pattern).T
-    widths = x1 - x0 + 1
-    counts = widths * (y1 - y0 + 1)
-    fields = np.repeat(np.arange(pattern.n_fields), counts)
-    local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    xs = x0[fields] + local % widths[fields]
-    ys = y0[fields] + local // widths[fields]
-    if kernel == "box":
-        weights = np.ones(fields.size)
-    else:
-        dx = xs - pattern.centers[fields, 0]
-        dy = ys - pattern.centers[fields, 1]
-        weights = np.exp(-(dx**2 + dy**2) / (2 * pattern.sigmas[fields] ** 2))
-    weights /= np.bincount(fields, weights=weights, minlength=pattern.n_fields)[fields]
-    return sparse.csr_matrix((weights, (fields, ys * size + xs)), shape=(pattern.n_fields, pattern.n))
+    entry_start, pixels, weights = field_entries([pattern], kernel=kernel)
+    return sparse.csr_matrix((weights, pixels, entry_start), shape=(pattern.n_fields, pattern.n))
 
 
 def pair_differences(pattern):

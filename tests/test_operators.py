@@ -3,6 +3,7 @@ import pytest
 
 from lbdviewer.operators import (
     DescriptorOperator,
+    field_entries,
     field_kernels,
     pack_bits,
     sign_with_ties,
@@ -165,3 +166,84 @@ def test_rectangular_radii():
     kernels = field_kernels(pattern, "box").toarray().reshape(2, 8, 8)
     assert np.argwhere(kernels[0]).tolist() == [[3, 2], [3, 3], [3, 4]]
     assert len(np.argwhere(kernels[1])) == 5
+
+
+def _pixel_reference(pattern, kernel):
+    """Field kernels pixel by pixel: along each axis the pixels within the radius (or the nearest one), clipped.
+
+    Returns the kernels (F x N) and how many fields the patch border clipped.
+    """
+    size = pattern.patch_size
+    radii = pattern.radii if pattern.radii.ndim == 2 else np.stack([pattern.radii, pattern.radii], axis=1)
+    kernels, clipped = np.zeros((pattern.n_fields, size, size)), 0
+    for f, ((cx, cy), (rx, ry), sigma) in enumerate(zip(pattern.centers, radii, pattern.sigmas)):
+        axes = []
+        for c, r in ((cx, rx), (cy, ry)):
+            candidates = np.arange(np.floor(c - r) - 1, np.ceil(c + r) + 2)
+            read = candidates[np.abs(candidates - c) <= r + 1e-9]
+            read = read if read.size else np.floor([c + 0.5])
+            inside = (read >= 0) & (read < size)
+            clipped += not inside.all()
+            axes.append(read[inside].astype(int))
+        xs, ys = np.meshgrid(*axes)
+        weights = np.ones(xs.shape)
+        if kernel == "gaussian":
+            weights = np.exp(-((xs - cx) ** 2 + (ys - cy) ** 2) / (2 * sigma**2))
+        kernels[f, ys, xs] = weights / weights.sum()
+    return kernels.reshape(pattern.n_fields, -1), clipped
+
+
+def _keypoint_patterns():
+    rng = np.random.default_rng(3)
+    brief = make_pattern("brief", patch_size=16, m=32)
+    gaussian_brief = make_pattern("brief", patch_size=16, m=32, distribution="gaussian")
+    freak = make_pattern("freak", m=64)
+    patterns = [brief, freak]
+    for angle, scale in zip(rng.uniform(0, 360, 4), rng.uniform(0.7, 1.3, 4)):
+        patterns.append(brief.transformed(angle=angle, scale=scale, patch_size=24))
+        patterns.append(gaussian_brief.transformed(angle=angle, scale=scale, patch_size=24))
+        patterns.append(freak.transformed(angle=angle, scale=scale))
+    # Corners of the rotated square fall outside the 16x16 patch: fields clipped by the border.
+    patterns.append(brief.transformed(angle=45))
+    return patterns
+
+
+@pytest.mark.parametrize("kernel", [None, "gaussian", "box"])
+def test_field_entries_of_many_patterns_are_each_patterns_field_kernels(kernel):
+    patterns = _keypoint_patterns()
+    entry_start, pixels, weights = field_entries(patterns, kernel=kernel)
+    assert entry_start.dtype == np.int64 and pixels.dtype == np.int32 and weights.dtype == np.float64
+    assert entry_start.shape == (sum(p.n_fields for p in patterns) + 1,) and entry_start[0] == 0
+    first = 0
+    for pattern in patterns:
+        matrix = field_kernels(pattern, kernel or pattern.kernel)
+        stop = entry_start[first + pattern.n_fields]
+        assert np.array_equal(entry_start[first:first + pattern.n_fields + 1] - entry_start[first], matrix.indptr)
+        assert np.array_equal(pixels[entry_start[first]:stop], matrix.indices)
+        assert np.array_equal(weights[entry_start[first]:stop], matrix.data)
+        first += pattern.n_fields
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "box"])
+def test_field_kernels_match_pixel_by_pixel_reference_including_clipped_fields(kernel):
+    clipped = 0
+    for pattern in _keypoint_patterns():
+        matrix = field_kernels(pattern, kernel)
+        reference, n_clipped = _pixel_reference(pattern, kernel)
+        assert matrix.has_sorted_indices and np.allclose(matrix.toarray(), reference, rtol=1e-12, atol=0)
+        clipped += n_clipped
+    assert clipped > 0
+
+
+def test_field_entries_name_the_field_and_pattern_that_read_no_pixel():
+    outside = Pattern("toy", 8, [[3, 3], [20, 20]], [1, 1], [1, 1], [[0, 1]])
+    brief = make_pattern("brief", patch_size=8, m=4)
+    message = r"field 1 of pattern 'toy' \(patterns\[2\]\) at \(20\.00, 20\.00\) reads no pixel of the 8x8 patch"
+    with pytest.raises(ValueError, match=message):
+        field_entries([brief, brief, outside])
+    with pytest.raises(ValueError, match=r"^field 1 of pattern 'toy' at \(20\.00, 20\.00\) reads no pixel"):
+        field_kernels(outside, "box")
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        field_entries([brief], kernel="disc")
+    with pytest.raises(ValueError, match="patterns must hold at least one Pattern"):
+        field_entries([])
