@@ -274,18 +274,19 @@ def _integral(image):
 
 
 @numba.njit(cache=True, nogil=True)
-def _box_adjoint(planes, boxes, height, width, out):
+def _box_adjoint(planes, boxes, height, width, row_lo, row_hi, out):
     """Adds the adjoint of :func:`_box_planes` applied to ``planes`` to the flat image ``out``.
 
     Each plane value goes, with its box's weight and sign, to the four
     corners of its box in an ``(H + 1, W + 1)`` array; the adjoint of the
     integral image then gives every pixel ``(r, c)`` the sum of the corners
     at ``(r' > r, c' > c)``, one suffix-sum sweep from the bottom row up.
+    Plane rows outside ``[row_lo, row_hi)`` must be zero; they are skipped.
     """
     corners = np.zeros((height + 1, width + 1))
     for k in range(boxes.shape[0]):
         h, w, weight = int(boxes[k, 0]), int(boxes[k, 1]), boxes[k, 2]
-        for r in range(height - h + 1):
+        for r in range(max(row_lo, 0), min(height - h + 1, row_hi)):
             values = planes[k, r * width:r * width + width - w + 1]
             top, bottom = corners[r], corners[r + h]
             for c in range(values.shape[0]):
@@ -295,7 +296,7 @@ def _box_adjoint(planes, boxes, height, width, out):
                 top[c + w] -= weight * values[c]
                 bottom[c + w] += weight * values[c]
     below = np.zeros(width + 1)  # suffix sums of the rows below the current one
-    for r in range(height, 0, -1):
+    for r in range(min(height, row_hi + int(np.max(boxes[:, 0]))), 0, -1):
         running = 0.0
         for c in range(width, -1, -1):
             running += corners[r, c]
@@ -702,15 +703,18 @@ class JointOperator:
             _box_planes(_integral(image), self._boxes, planes[len(self._stencils):])
         return planes
 
-    def _unfilter(self, out_filtered, out_x):
-        """Add the adjoint of :meth:`_filter` applied to the planes ``out_filtered`` to the flat ``out_x``."""
+    def _unfilter(self, out_filtered, out_x, rows):
+        """Add the adjoint of :meth:`_filter` applied to the planes ``out_filtered`` to the flat ``out_x``.
+
+        ``rows``: ``(first, stop)``, the rows outside which the planes are zero.
+        """
         for stencil, plane in zip(self._stencils, out_filtered):
             h, w = stencil.shape
             flipped = np.ascontiguousarray(stencil[::-1, ::-1])
             out_x += cv2.filter2D(plane.reshape(self._shape2d), -1, flipped, anchor=(w - 1, h - 1),
                                   borderType=cv2.BORDER_CONSTANT).ravel()
         if len(self._boxes):
-            _box_adjoint(out_filtered[len(self._stencils):], self._boxes, *self._shape2d, out_x)
+            _box_adjoint(out_filtered[len(self._stencils):], self._boxes, *self._shape2d, *rows, out_x)
 
     def _new_planes(self):
         n_planes = len(self._stencils) + len(self._boxes)
@@ -740,21 +744,25 @@ class JointOperator:
     def _back_project(self, kernel, *args):
         """Run ``kernel(*args, <blocks>, lo, hi, <tables>, out_x, out_planes)`` over the block ranges.
 
-        Each range adds into its own image and filter planes; they are summed
-        and the planes correlated back. Returns the image (flat) and the
+        Each range adds into its own image and filter planes and correlates
+        its planes back itself, in its thread, over the rows its patches
+        cover; the images are then summed. Returns the image (flat) and the
         kernel's results, one per range.
         """
-        outputs = [(np.zeros(self._shape2d[0] * self._shape2d[1], dtype=self.dtype), self._new_planes())
-                   for _ in range(len(self._chunks()) - 1)]
-        results = self._run_blocks(lambda index, lo, hi: kernel(
-            *args, self._block_start, self._block_stride, lo, hi, self._site_base, self.site_pattern,
-            *self._tables, *outputs[index]))
-        out, planes = outputs[0]
-        for other_out, other_planes in outputs[1:]:
-            out += other_out
-            planes += other_planes
-        self._unfilter(planes, out)
-        return out, results
+        def back_project_range(index, lo, hi):
+            out, planes = np.zeros(self._shape2d[0] * self._shape2d[1], dtype=self.dtype), self._new_planes()
+            result = kernel(*args, self._block_start, self._block_stride, lo, hi, self._site_base,
+                            self.site_pattern, *self._tables, out, planes)
+            first, stop = self._block_start[lo], self._block_start[hi]
+            tops = self.sites[first:stop, 0]
+            self._unfilter(planes, out, (int(tops.min()), int((tops + self.patch_sizes[first:stop]).max())))
+            return out, result
+
+        pieces = self._run_blocks(back_project_range)
+        out = pieces[0][0]
+        for other, _ in pieces[1:]:
+            out += other
+        return out, [result for _, result in pieces]
 
     def forward(self, x):
         """Measurements of every site, ``A x``: images ``(..., H, W)`` to ``(..., S, M)``."""
