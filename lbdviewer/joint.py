@@ -696,11 +696,14 @@ class JointOperator:
     # -- kernels --------------------------------------------------------
     def _filter(self, image):
         """The image correlated with every filtered stencil, one flat plane each (boxes from one integral image)."""
-        planes = self._new_planes()
+        # Not zeroed: box planes leave out only positions that no field reads.
+        planes = self._new_planes(zeroed=False)
         for plane, stencil in zip(planes, self._stencils):
             plane[:] = cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT).ravel()
         if len(self._boxes):
-            _box_planes(_integral(image), self._boxes, planes[len(self._stencils):])
+            integral, boxes, split = _integral(image), planes[len(self._stencils):], (len(self._boxes) + 1) // 2
+            halves = (slice(0, split), slice(split, None))  # two halves in parallel, written in place
+            list(thread_pool().map(lambda half: _box_planes(integral, self._boxes[half], boxes[half]), halves))
         return planes
 
     def _unfilter(self, out_filtered, out_x, rows):
@@ -716,10 +719,10 @@ class JointOperator:
         if len(self._boxes):
             _box_adjoint(out_filtered[len(self._stencils):], self._boxes, *self._shape2d, *rows, out_x)
 
-    def _new_planes(self):
+    def _new_planes(self, *, zeroed=True):
         n_planes = len(self._stencils) + len(self._boxes)
         n_pixels = self._shape2d[0] * self._shape2d[1]
-        return np.zeros((max(n_planes, 1), n_pixels if n_planes else 1), dtype=self.dtype)
+        return (np.zeros if zeroed else np.empty)((max(n_planes, 1), n_pixels if n_planes else 1), dtype=self.dtype)
 
     def _as_image(self, x, name):
         x = np.asarray(x)
