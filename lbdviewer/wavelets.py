@@ -299,24 +299,38 @@ def haar_forward_inplace(a, tmp, height, width):
         w = (w + 1) // 2
 
 
+@numba.njit(cache=True, nogil=True)
+def level_shapes(height, width):
+    """Shapes of the top-left blocks a full-depth Haar transform splits, finest level first.
+
+    Each level halves both sides (rounding up) until the block is 1 x 1.
+
+    Examples
+    --------
+    >>> heights, widths = level_shapes(5, 3)
+    >>> heights.tolist(), widths.tolist()
+    ([5, 3, 2], [3, 2, 1])
+    """
+    n_levels, h, w = 0, height, width
+    while h > 1 or w > 1:
+        n_levels += 1
+        h, w = (h + 1) // 2, (w + 1) // 2
+    heights, widths = np.empty(n_levels, dtype=np.int64), np.empty(n_levels, dtype=np.int64)
+    h, w = height, width
+    for level in range(n_levels):
+        heights[level], widths[level] = h, w
+        h, w = (h + 1) // 2, (w + 1) // 2
+    return heights, widths
+
+
 @numba.njit(cache=True)
 def haar_adjoint_inplace(a, tmp, height, width):
     """In-place :meth:`HaarTransform.adjoint` of one flat ``height x width`` image."""
     scale = a.dtype.type(_INV_SQRT2)
     block = np.empty(height * width, dtype=a.dtype)
-    n_levels = 0
-    h = height
-    w = width
-    while h > 1 or w > 1:
-        n_levels += 1
-        h = (h + 1) // 2
-        w = (w + 1) // 2
-    for level in range(n_levels - 1, -1, -1):
-        h = height
-        w = width
-        for _ in range(level):
-            h = (h + 1) // 2
-            w = (w + 1) // 2
+    heights, widths = level_shapes(height, width)
+    for level in range(heights.shape[0] - 1, -1, -1):
+        h, w = heights[level], widths[level]
         if h > 1:
             _merge_cols_inplace(a, block, h, w, width, scale)
         if w > 1:

@@ -345,6 +345,36 @@ def test_primal_dual_fast_paths_match_reference(small):
         np.testing.assert_allclose(state.objective, reference.objective, rtol=1e-4)
 
 
+@pytest.mark.parametrize("family", ["brief", "freak"])
+def test_primal_dual_fused_follows_reference_on_full_patterns(family, brief, freak):
+    # 32x32, M = 512, as in the benchmark; 11 rows fill one group of lanes and part of another.
+    op = brief if family == "brief" else freak
+    b = op.describe(_camera_patches(11, seed=6), binary=False)
+    reference = list(PrimalDualL1(op, b, iterations=30, backend="reference").steps())
+    fused = list(PrimalDualL1(op, b, iterations=30, backend="fused").steps())
+    assert len(fused) == len(reference) == 30
+    curve = np.stack([state.objective for state in fused])
+    np.testing.assert_allclose(curve, np.stack([state.objective for state in reference]), rtol=1e-5)
+    np.testing.assert_allclose(fused[-1].x, reference[-1].x, atol=1e-5)
+    final = PrimalDualL1(op, b, iterations=30, backend="fused").run()
+    np.testing.assert_allclose(final.x, reference[-1].x, atol=1e-5)
+
+
+def test_primal_dual_fused_rows_do_not_depend_on_their_neighbours(brief):
+    # 20 rows: groups of lanes in chunks on threads; alone, each subset runs in one thread.
+    b = brief.describe(_camera_patches(20, seed=5), binary=False)
+    b[3] = 0.0  # a flat patch: an exact fixed point after a few iterations
+    together = PrimalDualL1(brief, b, iterations=60, backend="fused").run()
+    assert not together.active[3] and together.iterations_run[3] < 60
+    assert np.all(np.delete(together.iterations_run, 3) == 60)
+    np.testing.assert_array_equal(together.x[3], 0.5)
+    for rows in ([3], [0, 19], list(range(4, 15))):
+        alone = PrimalDualL1(brief, b[rows], iterations=60, backend="fused").run()
+        np.testing.assert_array_equal(alone.x, together.x[rows])
+        np.testing.assert_array_equal(alone.objective, together.objective[rows])
+        np.testing.assert_array_equal(alone.iterations_run, together.iterations_run[rows])
+
+
 def test_primal_dual_accepts_bits(small):
     patches = _camera_patches(4, size=16, seed=4)
     # With unit-L1 kernels, |Lx| << 1 = |b|: lam = 0.1 drives the estimate to the

@@ -10,9 +10,10 @@ which runs whole iterations per patch without leaving compiled code.
 Three execution paths compute the same iterations:
 
 ``"fused"``
-    numba kernels over the sparse factors of ``L``, one patch per thread task,
-    float32 (needs ``field_matrix``/``pair_matrix`` and a Haar or identity
-    transform);
+    numba kernels over the sparse factors of ``L``, float32, a thread task
+    per chunk of patches (BIHT: one patch at a time; primal-dual:
+    :data:`LANES` patches interleaved); needs ``field_matrix``/``pair_matrix``
+    and a Haar or identity transform;
 ``"batched"``
     numpy over the whole batch with ``operator.forward``/``adjoint``, float32;
 ``"reference"``
@@ -31,7 +32,7 @@ import numpy as np
 from scipy import sparse
 
 from ..projections import check_constraint, mean_box_projection_inplace, project
-from ..wavelets import HaarTransform
+from ..wavelets import HaarTransform, level_shapes
 
 TRANSFORMS = ("haar", None)
 BACKENDS = ("auto", "fused", "batched", "reference")
@@ -286,12 +287,14 @@ class BatchedSolver:
         run.iteration += int((run.iterations_run - before).max())
 
 
-def run_rows(kernel, active, *args):
+def run_rows(kernel, active, *args, multiple=1):
     """Call ``kernel(rows, *args)`` on the active rows, split over threads if worthwhile.
 
     The kernels are serial ``nogil`` numba functions; a thread pool of
     ``numba.get_num_threads()`` workers shares big batches in small chunks (rows
     stop at different iterations). Small batches run in the calling thread.
+    Chunks hold a multiple of ``multiple`` rows (but the last), for kernels
+    that take rows in groups (:data:`LANES`).
     """
     rows = np.flatnonzero(active).astype(np.int64)
     n_threads = numba.get_num_threads()
@@ -299,7 +302,9 @@ def run_rows(kernel, active, *args):
         kernel(rows, *args)
         return
     pool = thread_pool()
-    chunks = np.array_split(rows, min(rows.size, 8 * n_threads))
+    n_groups = -(-rows.size // multiple)
+    groups = np.array_split(np.arange(n_groups), min(n_groups, 8 * n_threads))
+    chunks = [rows[g[0] * multiple:(g[-1] + 1) * multiple] for g in groups]
     for future in [pool.submit(kernel, chunk, *args) for chunk in chunks]:
         future.result()
 
@@ -597,3 +602,280 @@ def keep_largest_inplace(c, k, magnitude):
                 room -= 1
             else:
                 c[j] = 0.0
+
+
+# --- lane-interleaved kernels: LANES patches at once -------------------------------
+#
+# Element j of patch k of a group sits at j * LANES + k, so the element-wise
+# loops of an iteration run over one long contiguous array (which the compiler
+# vectorises: numba turns off LLVM's straight-line vectoriser), and the sparse
+# gathers and scatters move LANES independent values per index.
+
+LANES = 8  # one AVX2 register of float32
+
+
+def lane_factors(factors, n):
+    """The tuple :func:`sparse_forward_lanes` and :func:`sparse_adjoint_lanes` take.
+
+    Like :attr:`SparseFactors.arrays`, but each pair entry names where its
+    field's value is in a work buffer of ``n + n_fields`` elements (per
+    lane): the filtered patch at the field's anchor (shared stencil), else
+    slot ``n + f``.
+    """
+    fields = factors.p_idx
+    source = np.where(factors.anchor[fields] >= 0, factors.anchor[fields], n + fields)
+    return (factors.f_ptr, factors.f_idx, factors.f_val, factors.p_ptr, source.astype(np.int64),
+            factors.p_val, factors.stencil, factors.anchor, factors.width)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def to_lane(lanes, values, k):
+    """Write the vector ``values`` into lane ``k`` of ``lanes``."""
+    for j in range(values.shape[0]):
+        lanes[j * LANES + k] = values[j]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def from_lane(lanes, values, k):
+    """Read lane ``k`` of ``lanes`` into the vector ``values``."""
+    for j in range(values.shape[0]):
+        values[j] = lanes[j * LANES + k]
+
+
+@numba.njit(cache=True, nogil=True)
+def lanes_differ(a, b, k):
+    """Whether lane ``k`` of two interleaved arrays differs anywhere (stops at the first difference)."""
+    for q in range(k, a.shape[0], LANES):
+        if a[q] != b[q]:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def sparse_forward_lanes(x, factors, work, out):
+    """:func:`sparse_forward` of ``LANES`` interleaved patches (``factors`` from :func:`lane_factors`).
+
+    ``work`` (scratch, ``n + n_fields`` elements per lane) receives the
+    filtered patch and the fields with taps of their own; pairs read them
+    there. Same arithmetic, in the same order, as :func:`sparse_forward`.
+    """
+    f_ptr, f_idx, f_val, p_ptr, p_source, p_val, stencil, anchor, width = factors
+    n = x.shape[0] // LANES
+    kh, kw = stencil.shape
+    if kh > 0:
+        span = (width - kw + 1) * LANES
+        for row in range(n // width - kh + 1):
+            acc = work[row * width * LANES: row * width * LANES + span]
+            acc[:] = 0.0
+            for i in range(kh):
+                for j in range(kw):
+                    w = stencil[i, j]
+                    source = x[((row + i) * width + j) * LANES:]
+                    for q in range(span):
+                        acc[q] += w * source[q]
+    for f in range(anchor.shape[0]):
+        if anchor[f] < 0:
+            base = (n + f) * LANES
+            for k in range(LANES):
+                work[base + k] = 0.0
+            for jj in range(f_ptr[f], f_ptr[f + 1]):
+                v = f_val[jj]
+                source = f_idx[jj] * LANES
+                for k in range(LANES):
+                    work[base + k] += v * x[source + k]
+    for i in range(p_ptr.shape[0] - 1):
+        base = i * LANES
+        for k in range(LANES):
+            out[base + k] = 0.0
+        for jj in range(p_ptr[i], p_ptr[i + 1]):
+            v = p_val[jj]
+            source = p_source[jj] * LANES
+            for k in range(LANES):
+                out[base + k] += v * work[source + k]
+
+
+@numba.njit(cache=True, nogil=True)
+def sparse_adjoint_lanes(r, factors, work, out):
+    """:func:`sparse_adjoint` of ``LANES`` interleaved patches (``factors`` from :func:`lane_factors`).
+
+    Pairs scatter into ``work`` (as in :func:`sparse_forward_lanes`); the
+    anchored part is then correlated with the transposed stencil in long
+    loops (the primal-dual residual has no zeros to skip). Terms reach each
+    pixel in another order than in :func:`sparse_adjoint`: equal to rounding.
+    """
+    f_ptr, f_idx, f_val, p_ptr, p_source, p_val, stencil, anchor, width = factors
+    n = out.shape[0] // LANES
+    work[:] = 0.0
+    for i in range(p_ptr.shape[0] - 1):
+        source = i * LANES
+        for jj in range(p_ptr[i], p_ptr[i + 1]):
+            v = p_val[jj]
+            target = p_source[jj] * LANES
+            for k in range(LANES):
+                work[target + k] += v * r[source + k]
+    out[:] = 0.0
+    for f in range(anchor.shape[0]):
+        if anchor[f] < 0:
+            source = (n + f) * LANES
+            for jj in range(f_ptr[f], f_ptr[f + 1]):
+                v = f_val[jj]
+                target = f_idx[jj] * LANES
+                for k in range(LANES):
+                    out[target + k] += v * work[source + k]
+    kh, kw = stencil.shape
+    if kh > 0:
+        span = (width - kw + 1) * LANES
+        for row in range(n // width - kh + 1):
+            gradient = work[row * width * LANES: row * width * LANES + span]
+            for i in range(kh):
+                for j in range(kw):
+                    w = stencil[i, j]
+                    target = out[((row + i) * width + j) * LANES:]
+                    for q in range(span):
+                        target[q] += w * gradient[q]
+
+
+_HAAR_SCALE = np.float32(1.0 / np.sqrt(2.0))  # as lbdviewer.wavelets computes it
+
+
+@numba.njit(cache=True, nogil=True)
+def haar_forward_lanes(source, a, block, height, width):
+    """``a`` = :func:`~lbdviewer.wavelets.haar_forward_inplace` of ``source``, ``LANES`` interleaved images.
+
+    Same levels and arithmetic (bit for bit); each split goes between ``a``
+    (``source`` at the first level) and the scratch ``block`` (the current
+    ``h x w`` block, rows of ``w``) instead of through a copy.
+    """
+    h = height
+    w = width
+    while h > 1 or w > 1:
+        if w > 1:
+            _split_rows(source, width, block, w, h, w)
+        else:
+            _copy_block(source, width, block, w, h, w)
+        source = a
+        if h > 1:
+            _split_cols(block, w, a, width, h, w)
+        else:
+            _copy_block(block, w, a, width, h, w)
+        h = (h + 1) // 2
+        w = (w + 1) // 2
+
+
+@numba.njit(cache=True, nogil=True)
+def haar_adjoint_lanes(a, block, height, width):
+    """In-place :func:`~lbdviewer.wavelets.haar_adjoint_inplace` of ``LANES`` interleaved images.
+
+    ``block`` is scratch of the size of ``a``; bit for bit the same arithmetic.
+    """
+    heights, widths = level_shapes(height, width)
+    for level in range(heights.shape[0] - 1, -1, -1):
+        h, w = heights[level], widths[level]
+        if h > 1:
+            _merge_cols(a, width, block, w, h, w)
+        else:
+            _copy_block(a, width, block, w, h, w)
+        if w > 1:
+            _merge_rows(block, w, a, width, h, w)
+        else:
+            _copy_block(block, w, a, width, h, w)
+
+
+# The four steps of a Haar level below read ``source`` (rows of ``source_width``
+# pixels) and write ``target`` (rows of ``target_width``); they transform the
+# top-left ``h x w`` block. A pair (u, v) gives ((u + v), (u - v)) / sqrt(2).
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_block(source, source_width, target, target_width, h, w):
+    for row in range(h):
+        line = source[row * source_width * LANES: (row * source_width + w) * LANES]
+        out = target[row * target_width * LANES:]
+        for q in range(line.shape[0]):
+            out[q] = line[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _split_rows(source, source_width, target, target_width, h, w):
+    """Pairs of columns: sums to the left half, differences to the right."""
+    pairs = w // 2
+    n_low = w - pairs
+    for row in range(h):
+        line = row * source_width * LANES
+        out = row * target_width * LANES
+        for j in range(pairs):
+            u = line + 2 * j * LANES
+            low = out + j * LANES
+            high = out + (n_low + j) * LANES
+            for k in range(LANES):
+                first = source[u + k]
+                second = source[u + LANES + k]
+                target[low + k] = (first + second) * _HAAR_SCALE
+                target[high + k] = (first - second) * _HAAR_SCALE
+        if w % 2:  # the unpaired last column ends the left half
+            for k in range(LANES):
+                target[out + pairs * LANES + k] = source[line + (w - 1) * LANES + k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _split_cols(source, source_width, target, target_width, h, w):
+    """Pairs of rows: sums to the top half, differences to the bottom."""
+    pairs = h // 2
+    n_low = h - pairs
+    size = w * LANES
+    for i in range(pairs):
+        first = source[2 * i * source_width * LANES:]
+        second = source[(2 * i + 1) * source_width * LANES:]
+        low = target[i * target_width * LANES:]
+        high = target[(n_low + i) * target_width * LANES:]
+        for q in range(size):
+            low[q] = (first[q] + second[q]) * _HAAR_SCALE
+            high[q] = (first[q] - second[q]) * _HAAR_SCALE
+    if h % 2:
+        last = source[(h - 1) * source_width * LANES:]
+        low = target[pairs * target_width * LANES:]
+        for q in range(size):
+            low[q] = last[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_rows(source, source_width, target, target_width, h, w):
+    """Inverse of :func:`_split_rows`."""
+    pairs = w // 2
+    n_low = w - pairs
+    for row in range(h):
+        line = row * source_width * LANES
+        out = row * target_width * LANES
+        for j in range(pairs):
+            low = line + j * LANES
+            high = line + (n_low + j) * LANES
+            u = out + 2 * j * LANES
+            for k in range(LANES):
+                lo = source[low + k]
+                hi = source[high + k]
+                target[u + k] = (lo + hi) * _HAAR_SCALE
+                target[u + LANES + k] = (lo - hi) * _HAAR_SCALE
+        if w % 2:
+            for k in range(LANES):
+                target[out + (w - 1) * LANES + k] = source[line + pairs * LANES + k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_cols(source, source_width, target, target_width, h, w):
+    """Inverse of :func:`_split_cols`."""
+    pairs = h // 2
+    n_low = h - pairs
+    size = w * LANES
+    for i in range(pairs):
+        low = source[i * source_width * LANES:]
+        high = source[(n_low + i) * source_width * LANES:]
+        first = target[2 * i * target_width * LANES:]
+        second = target[(2 * i + 1) * target_width * LANES:]
+        for q in range(size):
+            first[q] = (low[q] + high[q]) * _HAAR_SCALE
+            second[q] = (low[q] - high[q]) * _HAAR_SCALE
+    if h % 2:
+        middle = source[pairs * source_width * LANES:]
+        last = target[(h - 1) * target_width * LANES:]
+        for q in range(size):
+            last[q] = middle[q]

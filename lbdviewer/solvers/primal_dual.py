@@ -14,21 +14,25 @@ import numpy as np
 
 from ..operators import sign_with_ties
 from ..projections import project
-from ..wavelets import haar_adjoint_inplace, haar_forward_inplace
 from .base import (
     CONSTRAINT_CODES,
+    LANES,
     BatchedSolver,
     SolverState,
     check_data,
     check_positive,
-    differs,
     flat_start,
+    from_lane,
     frozen_copy,
+    haar_adjoint_lanes,
+    haar_forward_lanes,
+    lane_factors,
+    lanes_differ,
     operator_norm,
-    project_inplace,
     run_rows,
-    sparse_adjoint,
-    sparse_forward,
+    sparse_adjoint_lanes,
+    sparse_forward_lanes,
+    to_lane,
 )
 
 
@@ -106,6 +110,13 @@ class PrimalDualL1(BatchedSolver):
     :math:`r = s = 0`. A row whose primal and dual variables stop changing
     exactly is frozen.
 
+    The fused path advances :data:`~lbdviewer.solvers.base.LANES` rows at a
+    time, interleaved element by element, so that every element-wise step is
+    one long vectorised loop and every sparse index serves all of them. It
+    computes the same float32 iterations as the batched path; the sums of
+    the projection and of the stencil part of :math:`L^T` add their terms in
+    another order, so iterates agree to rounding.
+
     Examples
     --------
     >>> import numpy as np
@@ -134,6 +145,7 @@ class PrimalDualL1(BatchedSolver):
         self.theta = float(theta)
         self._configure(iterations=iterations, constraint=constraint, transform=transform, backend=backend)
         self.gamma = float(np.sqrt(operator_norm(operator, self.domain_shape) ** 2 + 1.0))
+        self._lanes = lane_factors(self._factors, self.n) if self.backend == "fused" else None
         self.tau = self.sigma = 1.0 / self.gamma
 
     # -- internals ----------------------------------------------------------------
@@ -151,7 +163,9 @@ class PrimalDualL1(BatchedSolver):
     def _start(self):
         dtype = np.float64 if self.backend == "reference" else np.float32
         x = flat_start(self.constraint, self.b.shape[0], self.n, dtype)
-        run = _Run(x, *self._apply(x), self.m)
+        # All rows start at one point: map it once, so that no start depends on the batch.
+        lx, wx = (np.repeat(v, x.shape[0], axis=0) for v in self._apply(x[:1]))
+        run = _Run(x, lx, wx, self.m)
         run.objective = self._objective(run.lx, run.wx, self.b)
         return run
 
@@ -180,7 +194,7 @@ class PrimalDualL1(BatchedSolver):
             run.active, run.iterations_run, run.objective, n_steps,
             np.float32(self.lam), np.float32(self.sigma), np.float32(self.tau / 2),
             np.float32(self.theta), CONSTRAINT_CODES[self.constraint], *self._grid,
-            self.transform_kind == "haar", self._factors.arrays,
+            self.transform_kind == "haar", self._lanes, multiple=LANES,
         )
 
     def _step_numpy(self, run):
@@ -233,67 +247,294 @@ def reference_primal_dual(operator, b, **options):
 def _primal_dual_rows(rows, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations_run,
                       objective, n_steps, lam, sigma, half_tau, theta, constraint, height,
                       width, haar, factors):
-    for row in rows:
-        _primal_dual_row(row, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations_run,
-                         objective, n_steps, lam, sigma, half_tau, theta, constraint, height,
-                         width, haar, factors)
+    """``n_steps`` primal-dual iterations of the given rows, in place, ``LANES`` rows at a time.
+
+    Each group of rows is copied into lane-interleaved buffers (a short last
+    group repeats its last row in the spare lanes, which are never written
+    back), iterated, and copied back. One iteration: the dual steps on
+    :math:`r` and :math:`s`, :math:`W^T s` and :math:`L^T r`, the projected
+    primal step, the freeze test, :math:`Lx^+` and :math:`Wx^+`, the
+    extrapolations. Buffers that hold the previous iterate swap roles
+    instead of being copied. A lane whose row reaches an exact fixed point
+    is written back at once and then stands still.
+    """
+    n = x.shape[1]
+    m = b.shape[1]
+    span = n * LANES
+    xs = np.empty(span, dtype=np.float32)
+    wxs = np.empty(span, dtype=np.float32)
+    wxb = np.empty(span, dtype=np.float32)
+    ss = np.empty(span, dtype=np.float32)
+    ss_old = np.empty(span, dtype=np.float32)
+    z = np.empty(span, dtype=np.float32)
+    new_x = np.empty(span, dtype=np.float32)
+    ws = np.empty(span, dtype=np.float32)
+    work = np.empty((n + factors[7].shape[0]) * LANES, dtype=np.float32)  # n + n_fields per lane
+    lxs = np.empty(m * LANES, dtype=np.float32)
+    lxb = np.empty(m * LANES, dtype=np.float32)
+    rs = np.empty(m * LANES, dtype=np.float32)
+    rs_old = np.empty(m * LANES, dtype=np.float32)
+    bs = np.empty(m * LANES, dtype=np.float32)
+    new_lx = np.empty(m * LANES, dtype=np.float32)
+    parts = np.empty((4, _CHUNK * LANES), dtype=np.float64)
+    bounds = np.empty((2, _CHUNK * LANES), dtype=np.float32)
+    shifts = np.empty(LANES, dtype=np.float64)
+    live = np.empty(LANES, dtype=np.bool_)
+    for first in range(0, rows.shape[0], LANES):
+        group = rows[first:first + LANES]
+        count = group.shape[0]
+        for k in range(LANES):
+            row = group[min(k, count - 1)]  # padding lanes repeat the last row
+            to_lane(xs, x[row], k)
+            to_lane(wxs, wx[row], k)
+            to_lane(wxb, wx_bar[row], k)
+            to_lane(ss, s[row], k)
+            to_lane(lxs, lx[row], k)
+            to_lane(lxb, lx_bar[row], k)
+            to_lane(rs, r[row], k)
+            to_lane(bs, b[row], k)
+            live[k] = k < count
+            shifts[k] = np.nan  # of the last projection: the next one starts there
+        for _ in range(n_steps):
+            rs, rs_old = rs_old, rs
+            ss, ss_old = ss_old, ss
+            _ascend_data(rs, rs_old, lxb, bs, sigma, lam)
+            _ascend_prior(ss, ss_old, wxb, sigma, ws)
+            if haar:
+                haar_adjoint_lanes(ws, z, height, width)  # z is free until L^T r
+            sparse_adjoint_lanes(rs, factors, work, z)
+            if constraint == 0:
+                _descend_and_project(xs, z, ws, half_tau, new_x, shifts, live, parts, bounds)
+            else:
+                _descend(xs, z, ws, half_tau, constraint == 1, new_x)
+            n_live = 0
+            for k in range(LANES):
+                if live[k]:
+                    row = group[k]
+                    iterations_run[row] += 1
+                    if (lanes_differ(new_x, xs, k) or lanes_differ(rs, rs_old, k)
+                            or lanes_differ(ss, ss_old, k)):
+                        n_live += 1
+                        continue
+                    live[k] = False  # an exact fixed point: store the row as it is
+                    active[row] = False
+                    _store_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r)
+                _copy_lane(xs, new_x, k)  # frozen or padding lanes stand still
+            if n_live == 0:
+                break
+            sparse_forward_lanes(new_x, factors, work, new_lx)
+            if haar:
+                haar_forward_lanes(new_x, ws, z, height, width)  # z is free again
+            else:
+                ws[:] = new_x
+            _extrapolate(new_lx, lxs, theta, lxb)
+            _extrapolate(ws, wxs, theta, wxb)
+            xs, new_x = new_x, xs
+            lxs, new_lx = new_lx, lxs
+            wxs, ws = ws, wxs
+        for k in range(count):
+            if live[k]:
+                _store_row(group[k], k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r)
+        for k in range(count):
+            objective[group[k]] = _objective_row(lx[group[k]], wx[group[k]], b[group[k]], lam)
+
+
+# The flat loops of an iteration live in functions of their own: inlined into
+# the kernel, where the buffers swap roles, the compiler does not vectorise them.
 
 
 @numba.njit(cache=True, nogil=True)
-def _primal_dual_row(row, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iterations_run, objective,
-                     n_steps, lam, sigma, half_tau, theta, constraint, height, width, haar, factors):
-    """``n_steps`` primal-dual iterations of one row, in place."""
-    n = x.shape[1]
-    m = b.shape[1]
-    z = np.empty(n, dtype=np.float32)
-    ws = np.empty(n, dtype=np.float32)
-    new_lx = np.empty(m, dtype=np.float32)
-    scratch = np.empty(max(height, width), dtype=np.float32)
-    fields = np.empty(factors[7].shape[0], dtype=np.float32)
-    plane = np.empty(n, dtype=np.float32)
-    xr, rr, sr, br = x[row], r[row], s[row], b[row]
-    shift = np.nan  # of the last projection: the next one starts there
-    lxr, wxr, lxb, wxb = lx[row], wx[row], lx_bar[row], wx_bar[row]
-    for _ in range(n_steps):
-        dual_changed = False
-        for i in range(m):
-            v = min(max(rr[i] + sigma * (lxb[i] - br[i]), -lam), lam)
-            if v != rr[i]:
-                dual_changed = True
-            rr[i] = v
-        for j in range(n):
-            v = min(max(sr[j] + sigma * wxb[j], np.float32(-1.0)), np.float32(1.0))
-            if v != sr[j]:
-                dual_changed = True
-            sr[j] = v
-            ws[j] = v
-        if haar:
-            haar_adjoint_inplace(ws, scratch, height, width)
-        sparse_adjoint(rr, factors, fields, z)
-        for j in range(n):
-            z[j] = xr[j] - half_tau * (z[j] + ws[j])
-        shift = project_inplace(z, constraint, shift)
-        iterations_run[row] += 1
-        if not (dual_changed or differs(z, xr)):
-            active[row] = False
+def _ascend_data(new, old, bar, b, sigma, lam):
+    """Dual step of the data term: ``new = clip(old + sigma (bar - b), -lam, lam)``."""
+    for q in range(new.shape[0]):
+        new[q] = min(max(old[q] + sigma * (bar[q] - b[q]), -lam), lam)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ascend_prior(new, old, bar, sigma, copy):
+    """Dual step of the prior: ``new = copy = clip(old + sigma bar, -1, 1)``."""
+    for q in range(new.shape[0]):
+        v = min(max(old[q] + sigma * bar[q], np.float32(-1.0)), np.float32(1.0))
+        new[q] = v
+        copy[q] = v
+
+
+@numba.njit(cache=True, nogil=True)
+def _descend(x, gradient, ws, half_tau, box, out):
+    """Primal step ``out = x - half_tau (gradient + ws)``, clipped to [0, 1] if ``box``."""
+    for q in range(out.shape[0]):
+        out[q] = x[q] - half_tau * (gradient[q] + ws[q])
+    if box:
+        for q in range(out.shape[0]):
+            out[q] = min(max(out[q], np.float32(0.0)), np.float32(1.0))
+
+
+@numba.njit(cache=True, nogil=True)
+def _extrapolate(new, old, theta, out):
+    """``out = new + theta (new - old)``."""
+    for q in range(out.shape[0]):
+        out[q] = new[q] + theta * (new[q] - old[q])
+
+
+_CHUNK = 16  # pixels per pass of the projection's partial sums (times LANES entries)
+
+
+@numba.njit(cache=True, nogil=True)
+def _descend_and_project(x, gradient, ws, half_tau, out, shifts, live, parts, bounds):
+    r"""``out`` = :math:`P_S(x - \tfrac{\tau}{2}(g + w))` per live lane of ``LANES`` interleaved rows.
+
+    :math:`S = \{x \in [0,1]^N : \bar x = 1/2\}`; ``g`` is ``gradient``
+    (:math:`L^T r`), ``w`` is ``ws`` (:math:`W^T s`).
+
+    The safeguarded Newton iteration of
+    :func:`~lbdviewer.projections.mean_box_projection_inplace` on all lanes in
+    lock step, each lane stopping on its own test. ``gradient`` (:math:`g`)
+    receives the point before projection; ``shifts`` holds each lane's
+    previous shift :math:`\mu` (the warm start; NaN: none) and receives the
+    new one; ``parts`` (float64, 4 rows) and ``bounds`` (float32, 2 rows) are
+    scratch of ``_CHUNK * LANES`` columns.
+
+    The passes are fused: the first computes the point, its bracket and the
+    Newton sums at the warm start; every later Newton pass also writes the
+    projection at its shift, which is the result once every lane has stopped
+    there (the common case: two passes in all). Sums run per lane over
+    ``_CHUNK`` pixels at a time (flat loops the compiler vectorises), in
+    another order than the one-row kernel: sums of float32 values in float64
+    are nearly always exact.
+    """
+    n = x.shape[0] // LANES
+    width = _CHUNK * LANES
+    target = 0.5 * n
+    shift, total, fixed, count = parts[0], parts[1], parts[2], parts[3]
+    lo, hi = bounds[0], bounds[1]
+    for q in range(width):
+        shift[q] = shifts[q % LANES]
+    total[:] = 0.0
+    fixed[:] = 0.0  # per entry: n_upper + the active values
+    count[:] = 0.0  # per entry: n_active
+    lo[:] = np.inf
+    hi[:] = -np.inf
+    for start in range(0, x.shape[0], width):
+        x_part = x[start:start + width]
+        g_part = gradient[start:start + width]
+        w_part = ws[start:start + width]
+        for q in range(x_part.shape[0]):
+            point = x_part[q] - half_tau * (g_part[q] + w_part[q])
+            g_part[q] = point
+            lo[q] = np.minimum(lo[q], point)  # the builtins do not vectorise here
+            hi[q] = np.maximum(hi[q], point)
+        for q in range(g_part.shape[0]):  # a separate loop vectorises
+            v = np.float64(g_part[q])
+            total[q] += v
+            d = v - shift[q]
+            inside = d > 0.0 and d < 1.0
+            fixed[q] += 1.0 if d >= 1.0 else (v if inside else 0.0)
+            count[q] += 1.0 if inside else 0.0
+    mu = np.empty(LANES, dtype=np.float64)
+    used = np.full(LANES, np.nan)  # the shifts ``out`` was written with
+    lower = np.empty(LANES, dtype=np.float64)
+    upper = np.empty(LANES, dtype=np.float64)
+    done = np.empty(LANES, dtype=np.bool_)
+    warm = True
+    for k in range(LANES):
+        mean, smallest, largest = 0.0, np.inf, -np.inf
+        for q in range(k, width, LANES):
+            mean += total[q]
+            smallest = min(smallest, lo[q])
+            largest = max(largest, hi[q])
+        lower[k] = np.float64(smallest) - 1.0  # = min(z - 1): rounding is monotone
+        upper[k] = np.float64(largest)
+        mu[k] = mean / n - 0.5
+        if lower[k] <= shifts[k] <= upper[k]:
+            mu[k] = shifts[k]
+        elif live[k]:
+            warm = False
+        done[k] = not live[k]
+    for iteration in range(200):
+        if iteration > 0 or not warm:  # else the first pass has the sums at mu
+            for q in range(width):
+                shift[q] = mu[q % LANES]
+            fixed[:] = 0.0
+            count[:] = 0.0
+            for start in range(0, x.shape[0], width):
+                part = gradient[start:start + width]
+                result = out[start:start + width]
+                for q in range(part.shape[0]):
+                    v = np.float64(part[q])
+                    d = v - shift[q]
+                    inside = d > 0.0 and d < 1.0
+                    fixed[q] += 1.0 if d >= 1.0 else (v if inside else 0.0)
+                    count[q] += 1.0 if inside else 0.0
+                    result[q] = min(max(d, 0.0), 1.0)
+            used[:] = mu
+        for k in range(LANES):
+            if not done[k]:
+                value = 0.0
+                active = 0.0
+                for q in range(k, width, LANES):
+                    value += fixed[q]
+                    active += count[q]
+                done[k] = _newton_step(k, mu, lower, upper, value, active, target)
+        if done.all():
             break
-        sparse_forward(z, factors, fields, plane, new_lx)
-        for j in range(n):
-            ws[j] = z[j]
-        if haar:
-            haar_forward_inplace(ws, scratch, height, width)
-        for i in range(m):
-            lxb[i] = new_lx[i] + theta * (new_lx[i] - lxr[i])
-            lxr[i] = new_lx[i]
-        for j in range(n):
-            wxb[j] = ws[j] + theta * (ws[j] - wxr[j])
-            wxr[j] = ws[j]
-            xr[j] = z[j]
-    # The objective of the current x, once per call: only snapshots read it.
+    stale = False  # does any live lane need ``out`` at another shift?
+    for k in range(LANES):
+        stale |= live[k] and mu[k] != used[k]
+    if stale:
+        for q in range(width):
+            shift[q] = mu[q % LANES]
+        for start in range(0, x.shape[0], width):
+            part = gradient[start:start + width]
+            result = out[start:start + width]
+            for q in range(part.shape[0]):
+                result[q] = min(max(np.float64(part[q]) - shift[q], 0.0), 1.0)
+    shifts[:] = mu
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _newton_step(k, mu, lower, upper, fixed, count, target):
+    """One safeguarded Newton step on lane ``k``; return whether it has converged."""
+    f = fixed - mu[k] * count - target
+    if f == 0.0:
+        return True
+    if f > 0.0:
+        lower[k] = max(lower[k], mu[k])
+    else:
+        upper[k] = min(upper[k], mu[k])
+    new_mu = (fixed - target) / count if count > 0 else 0.5 * (lower[k] + upper[k])
+    if not (lower[k] <= new_mu <= upper[k]):
+        new_mu = 0.5 * (lower[k] + upper[k])
+    converged = new_mu == mu[k] or upper[k] - lower[k] <= 1e-15 * max(1.0, abs(mu[k]))
+    mu[k] = new_mu
+    return converged
+
+
+@numba.njit(cache=True, nogil=True)
+def _objective_row(lxr, wxr, br, lam):
+    r""":math:`\lambda \|Lx - b\|_1 + \|Wx\|_1` of one row, accumulated in float64."""
     data = 0.0
-    for i in range(m):
+    for i in range(lxr.shape[0]):
         data += abs(np.float64(lxr[i]) - br[i])
     prior = 0.0
-    for j in range(n):
+    for j in range(wxr.shape[0]):
         prior += abs(np.float64(wxr[j]))
-    objective[row] = lam * data + prior
+    return lam * data + prior
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_lane(source, target, k):
+    """Copy lane ``k`` of one interleaved array into lane ``k`` of another."""
+    for j in range(source.shape[0] // LANES):
+        target[j * LANES + k] = source[j * LANES + k]
+
+
+@numba.njit(cache=True, nogil=True)
+def _store_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r):
+    """Copy lane ``k`` of the interleaved state back to row ``row`` of the run arrays."""
+    from_lane(xs, x[row], k)
+    from_lane(wxs, wx[row], k)
+    from_lane(wxb, wx_bar[row], k)
+    from_lane(ss, s[row], k)
+    from_lane(lxs, lx[row], k)
+    from_lane(lxb, lx_bar[row], k)
+    from_lane(rs, r[row], k)
