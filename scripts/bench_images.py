@@ -1,8 +1,9 @@
 """Whole-image reconstruction benchmark: seconds and peak memory per row.
 
-Rows: the 512x512 ``camera`` sample, 32x32 patches, M = 512 binary BIHT,
-offsets 32, 8 and 1 (``--offsets``), patchwise and joint, BRIEF and FREAK,
-with the library's default iterations (200 per patch, 300 joint). Each row
+Rows: the 512x512 ``camera`` sample, 32x32 patches, M = 512 bits, offsets
+32, 8 and 1 (``--offsets``), patchwise (BIHT, 200 iterations a patch) and
+joint (sign consistency, 200 iterations), BRIEF and FREAK: the library's
+defaults. Each row
 runs in its own subprocess, so ``peak_rss_mb`` (``ru_maxrss`` of that
 process) is the row's own peak; ``setup_rss_mb`` is the resident size after
 imports, loading and describing, before the solve. Rows are printed as they
