@@ -54,24 +54,12 @@ def make_image():
 
 @pytest.fixture(scope="session", autouse=True)
 def compiled_kernels():
-    """Compile the solver kernels the app runs (or load them from numba's disk cache) before any test waits.
+    """Compile the solver kernels (or load them from numba's disk cache) before any test waits.
 
     On a fresh install the first solve of each kind compiles for seconds (the
     primal-dual kernels ~15 s); the tests wait for solver results with
     timeouts meant for running, not compiling.
     """
-    from lbdviewer.operators import DescriptorOperator
-    from lbdviewer.patches import reconstruct_patches
-    from lbdviewer.patterns import make_pattern
-    from lbdviewer.reconstruct import describe_sites, reconstruct_image
-    from lbdviewer.sites import grid_sites
+    from lbdviewer.warmup import compile_kernels
 
-    image = textured_image(48)
-    sites = grid_sites(image.shape, patch_size=16, offset=8)
-    for family in ("brief", "freak"):
-        pattern = make_pattern(family, patch_size=16, m=64)
-        operator = DescriptorOperator(pattern)
-        patch = image[None, :16, :16]
-        reconstruct_patches(operator.describe(patch), operator, method="biht", iterations=2)
-        reconstruct_patches(operator.describe(patch, binary=False), operator, method="primal-dual", iterations=2)
-        reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape, iterations=2)
+    compile_kernels()
