@@ -58,6 +58,8 @@ def default_method(mode, binary):
     if not binary:
         return "primal-dual"
     return "consistency" if mode == "joint" else "biht"
+
+
 DESCRIBE_CHUNK = 16384
 
 
