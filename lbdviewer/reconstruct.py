@@ -445,7 +445,9 @@ def joint_consistency_steps(operator, bits, *, iterations=200, margin=DEFAULT_MA
     Notes
     -----
     Each strict test is asked a margin proportional to the distance ``d``
-    between its two fields raised to ``MARGIN_POWER``, ``margin`` on average:
+    between its two fields raised to ``MARGIN_POWER``, ``margin`` on average
+    over each pattern's tests (so keypoints of coarse pyramid levels, whose
+    patterns are scaled up, are not asked for larger differences):
     bits say nothing of magnitudes, and one margin for all tests turns every
     faint but consistent gradient (a sky, a wall) into a steep ramp, since
     short pairs demand as much as long ones. Measured at 200 iterations,
@@ -457,7 +459,8 @@ def joint_consistency_steps(operator, bits, *, iterations=200, margin=DEFAULT_MA
     bits but lost 0.02-0.04 in correlation; it was dropped.
     """
     weights = pair_separations(operator) ** MARGIN_POWER
-    solver = SignConsistency(operator, bits, margin=margin * weights / max(float(weights.mean()), 1e-12),
+    weights /= np.maximum(weights.mean(axis=1, keepdims=True), 1e-12)  # each pattern: ``margin`` on average
+    solver = SignConsistency(operator, bits, margin=margin * weights,
                              smoothness=DEFAULT_SMOOTHNESS, iterations=iterations, x0=x0)
     for state in solver.steps():
         yield state.iteration, state

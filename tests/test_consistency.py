@@ -143,3 +143,26 @@ def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
     dense = SignConsistency(op, bits, iterations=1, x0=steps[-1][1].x[0])
     assert dense._evaluate(steps[-1][1].x[0].ravel())[2] > 0.95
     assert len(steps) > 10  # the coarse stage ran (40 iterations) before the dense one (10)
+
+
+def test_joint_margins_average_the_default_for_every_pattern_whatever_its_scale(monkeypatch):
+    import lbdviewer.reconstruct as reconstruct
+
+    small = make_pattern("brief", patch_size=16, m=64)
+    large = small.transformed(scale=2.0, patch_size=32)  # a coarse pyramid level: pairs twice as long
+    op = JointOperator((40, 40), [[0, 0], [4, 4]], [small, large])
+    seen = {}
+    real = reconstruct.SignConsistency
+
+    def spy(operator, bits, *, margin, **kwargs):
+        seen["margin"] = margin
+        return real(operator, bits, margin=margin, **kwargs)
+
+    monkeypatch.setattr(reconstruct, "SignConsistency", spy)
+    bits = sign_with_ties(op.forward(np.random.default_rng(5).random((40, 40))), atol=1e-6)
+    next(reconstruct.joint_consistency_steps(op, bits, iterations=1))
+    margin = seen["margin"]
+    np.testing.assert_allclose(margin.mean(axis=1), reconstruct.DEFAULT_MARGIN, rtol=1e-5)
+    np.testing.assert_allclose(margin[0], margin[1], rtol=1e-4)  # same pairs, same margins at any scale
+    separations = pair_separations(op)[0]
+    assert np.argmax(margin[0]) == np.argmax(separations)  # longer tests ask more

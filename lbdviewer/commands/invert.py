@@ -13,6 +13,7 @@ from lbdviewer.features import load_features
 from lbdviewer.figures import stretch
 from lbdviewer.inversion import MODES, invert_features
 from lbdviewer.io import load_image, save_json, save_png
+from lbdviewer.reconstruct import DEFAULT_ITERATIONS
 
 
 def add_parser(subparsers):
@@ -23,7 +24,8 @@ def add_parser(subparsers):
                         help="joint (default): one image explains all bits; patches: each keypoint alone, "
                              "then averaging")
     parser.add_argument("--iterations", type=int, default=None,
-                        help="solver iterations (default 400 joint, 200 BIHT per keypoint)")
+                        help=f"solver iterations (default {DEFAULT_ITERATIONS[('joint', 'consistency')]} joint, "
+                             f"{DEFAULT_ITERATIONS[('patches', 'biht')]} BIHT per keypoint)")
     parser.add_argument("--reference", metavar="ORIGINAL", help="original image, for --metrics")
     parser.add_argument("--metrics", metavar="OUT.json", help="write metrics against --reference")
     parser.set_defaults(func=run)
