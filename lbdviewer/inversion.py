@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lbdviewer.library_models import KeypointPattern, get_model
-from lbdviewer.operators import DescriptorOperator, field_kernels, pack_bits
+from lbdviewer.operators import DescriptorOperator, field_bounds, pack_bits
 from lbdviewer.reconstruct import DEFAULT_ITERATIONS, ImageResult, iter_reconstruct_image
 from lbdviewer.solvers import BIHT
 
@@ -88,10 +88,9 @@ def trimmed(keypoint_pattern):
     (5, (12, 21), [[1.0, 1.0], [3.0, 1.0]])
     """
     pattern = keypoint_pattern.pattern
-    read = np.unique(field_kernels(pattern, pattern.kernel).tocsr().indices)
-    rows, cols = np.divmod(read, pattern.patch_size)
-    top, left = int(rows.min()), int(cols.min())
-    side = max(int(rows.max()) - top, int(cols.max()) - left) + 1
+    x0, x1, y0, y1 = field_bounds(pattern).T  # the pixels the fields read, field by field
+    top, left = int(y0.min()), int(x0.min())
+    side = max(int(y1.max()) - top, int(x1.max()) - left) + 1
     if side == pattern.patch_size:
         return keypoint_pattern
     pattern = replace(pattern, patch_size=side, centers=pattern.centers - [left, top])
