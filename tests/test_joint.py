@@ -188,17 +188,23 @@ def reference_tables(op, backend):
         return bool(np.all(stencils[key] == stencils[key].flat[0]))
 
     if backend == "auto":
-        chosen = [key for key, count in reads.items() if count >= joint.FILTER_READS_PER_PIXEL * height * width
-                  or (is_box(key) and count * stencils[key].size >= height * width)]
+        chosen = [key for key, count in reads.items() if count >= height * width * (
+            joint.BOX_PLANE_READS_PER_PIXEL if is_box(key) else joint.FILTER_READS_PER_PIXEL)]
     else:
         chosen = list(reads) if backend == "filtered" else []
     planes = [key for key in chosen if not is_box(key)] + [key for key in chosen if is_box(key)]
     group_of = {key: group for group, key in enumerate(planes)}
     field_group, field_offset, tap_start, tap_offset, tap_weight = [], [], [0], [], []
     for r0, c0, stencil, key in fields:
-        field_group.append(group_of.get(key, -1))
+        corners = backend == "auto" and key not in group_of and is_box(key) and stencil.size > 4
+        field_group.append(group_of.get(key, joint.INTEGRAL if corners else -1))
         field_offset.append(r0 * width + c0 if key in group_of else 0)
-        if key not in group_of:
+        if corners:  # the box's four corners in the (W + 1)-wide integral image
+            h, w = stencil.shape
+            tap_offset.extend([r0 * (width + 1) + c0, r0 * (width + 1) + c0 + w,
+                               (r0 + h) * (width + 1) + c0, (r0 + h) * (width + 1) + c0 + w])
+            tap_weight.extend(stencil.flat[0] * np.array([1, -1, -1, 1]))
+        elif key not in group_of:
             rows, cols = np.nonzero(stencil)
             tap_offset.extend((rows + r0) * width + cols + c0)
             tap_weight.extend(stencil[rows, cols])
@@ -246,10 +252,26 @@ def test_tables_of_many_keypoint_patterns_match_a_field_by_field_build(kind, bac
 
 @pytest.mark.parametrize("kernel", [None, "box", "gaussian"])
 def test_tables_of_grids_match_a_field_by_field_build(pattern, kernel):
-    sites = grid_sites((40, 48), patch_size=16, offset=2)  # enough reads to filter
+    sites = grid_sites((40, 48), patch_size=16, offset=1)  # enough reads to filter
     op = JointOperator((40, 48), sites, pattern, kernel=kernel)
     assert_tables_equal(op, "auto")
     assert op.n_filters > 0
+
+
+@pytest.mark.parametrize("kind, kernel, offset", [("freak", None, 7), ("brief", "box", 40)])
+def test_boxes_read_from_the_integral_image_equal_their_taps(kind, kernel, offset):
+    rng = np.random.default_rng(13)
+    pattern, shape = make_pattern(kind, patch_size=16, m=64), (67, 75)
+    sites = grid_sites(shape, patch_size=16, offset=offset)  # few reads a pixel: corners, not planes
+    fast = JointOperator(shape, sites, pattern, kernel=kernel, dtype=np.float64)
+    taps = JointOperator(shape, sites, pattern, kernel=kernel, backend="direct", dtype=np.float64)
+    assert np.any(fast._tables[1] == joint.INTEGRAL)
+    x, y = rng.random(shape), rng.standard_normal(fast.range_shape)
+    np.testing.assert_allclose(fast.forward(x), taps.forward(x), atol=1e-12)
+    np.testing.assert_allclose(fast.adjoint(y), taps.adjoint(y), atol=1e-11)
+    positive = rng.random(fast.range_shape) > 0.5
+    for got, expected in zip(fast.squared_hinge(x, positive, 0.01), taps.squared_hinge(x, positive, 0.01)):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-11)
 
 
 @pytest.mark.parametrize("anchored", [False, True])

@@ -116,7 +116,7 @@ def _projected_step(x, direction, step, gradient, out):
 
 
 def smoothed_total_variation(x, epsilon=TV_EPSILON):
-    """Smoothed isotropic-free TV ``sum sqrt(dx^2 + e^2) + sqrt(dy^2 + e^2)`` and its gradient.
+    """Smoothed anisotropic TV ``sum sqrt(dx^2 + e^2) + sqrt(dy^2 + e^2)`` and its gradient.
 
     Examples
     --------
@@ -126,37 +126,45 @@ def smoothed_total_variation(x, epsilon=TV_EPSILON):
     """
     x = np.ascontiguousarray(x, dtype=np.float32 if np.asarray(x).dtype == np.float32 else np.float64)
     grad = np.zeros_like(x)
-    return float(_total_variation_kernel(x, float(epsilon), grad)), grad
+    return float(_add_total_variation(x, float(epsilon), 1.0, grad)), grad
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _total_variation_kernel(x, epsilon, grad):
-    """Value of the smoothed TV of ``x``; adds its gradient to ``grad`` (row sweeps that vectorise)."""
+def _add_total_variation(x, epsilon, weight, grad):
+    """Adds ``weight`` times the gradient of the smoothed TV of ``x`` to ``grad``; returns the TV.
+
+    One sweep down the rows; each row's differences (to the right, and to the
+    row below) are computed once, in loops that vectorise, and the row's
+    gradient is written once.
+    """
     height, width = x.shape
-    e2 = x.dtype.type(epsilon * epsilon)
+    e2, w = x.dtype.type(epsilon * epsilon), x.dtype.type(weight)
     value = 0.0
-    slope = np.empty(width, dtype=x.dtype)
+    across = np.zeros(width + 1, dtype=x.dtype)  # across[c]: slope of the difference of columns c - 1, c
+    above, below = np.zeros(width, dtype=x.dtype), np.zeros(width, dtype=x.dtype)  # vertical slopes
     for r in range(height):
-        row, out = x[r], grad[r]
-        for c in range(width - 1):  # horizontal differences of this row
-            d = row[c + 1] - row[c]
-            n = np.sqrt(d * d + e2)
-            value += n
-            slope[c] = d / n
-        for c in range(1, width):
-            out[c] += slope[c - 1]
+        row, total = x[r], x.dtype.type(0.0)
         for c in range(width - 1):
-            out[c] -= slope[c]
-        if r + 1 < height:  # vertical differences to the next row
-            below, out_below = x[r + 1], grad[r + 1]
+            d = row[c + 1] - row[c]
+            q = d * d + e2
+            inverse = x.dtype.type(1.0) / np.sqrt(q)
+            total += q * inverse
+            across[c + 1] = w * d * inverse
+        if r + 1 < height:
+            following = x[r + 1]
             for c in range(width):
-                d = below[c] - row[c]
-                n = np.sqrt(d * d + e2)
-                value += n
-                slope[c] = d / n
-            for c in range(width):
-                out_below[c] += slope[c]
-                out[c] -= slope[c]
+                d = following[c] - row[c]
+                q = d * d + e2
+                inverse = x.dtype.type(1.0) / np.sqrt(q)
+                total += q * inverse
+                below[c] = w * d * inverse
+        else:
+            below[:] = 0.0
+        out = grad[r]
+        for c in range(width):
+            out[c] += across[c] - across[c + 1] + above[c] - below[c]
+        above, below = below, above
+        value += total
     return value
 
 
@@ -262,12 +270,10 @@ class SignConsistency:
             gradient = self.operator.adjoint(-2.0 * sign * residual)
             bits = sign_with_ties(values, tie_positive=self.tie_positive, atol=self.atol)
             consistency = float(np.mean((bits > 0) == positive))
-        gradient = np.asarray(gradient, dtype=np.float32).ravel()
+        gradient = np.asarray(gradient, dtype=np.float32).reshape(self.shape)
         if self.smoothness:
-            tv, tv_gradient = smoothed_total_variation(image)
-            value += self.smoothness * tv
-            gradient += self.smoothness * tv_gradient.ravel()
-        return value, gradient, consistency
+            value += self.smoothness * _add_total_variation(image, TV_EPSILON, self.smoothness, gradient)
+        return value, gradient.ravel(), consistency
 
     def _state(self, iteration, x, objective, consistency, finished):
         return SolverState(
