@@ -199,10 +199,10 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
     n_fields = np.max(np.diff(field_start))
     means = np.empty((n_fields, width), dtype=x.dtype)
     grads = np.zeros((n_fields, width), dtype=x.dtype)
-    step = np.empty(width, dtype=x.dtype)
-    squares = np.zeros(width, dtype=np.float64)
-    right = np.zeros(width, dtype=np.int64)
-    zero, one, two = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0)
+    step, up = np.empty(width, dtype=x.dtype), np.empty(width, dtype=x.dtype)
+    squares, right = np.zeros(width, dtype=x.dtype), np.zeros(width, dtype=x.dtype)  # a block's sums, exact in right
+    total, agree = 0.0, 0
+    zero, one, two, tie = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0), x.dtype.type(tie_up)
     for block in range(block_lo, block_hi):
         s0 = block_start[block]
         n = block_start[block + 1] - s0
@@ -212,30 +212,38 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
         for i in range(m):
-            a, b, delta, word = pair_a[i0 + i], pair_b[i0 + i], margin[p, i], words[block, i]
-            if hinge:  # two loops, not a test inside one: each vectorises
+            a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
+            for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
+                up[j] = x.dtype.type((word >> np.uint64(j)) & np.uint64(1))
+            # Margins when the target is 1 and when it is 0: only the strict side (not taking ties) has one.
+            high, low = margin[p, i] * (one - tie), margin[p, i] * tie
+            if hinge:  # loops without branches: each vectorises
                 for j in range(n):
                     v = means[a, j] - means[b, j]
-                    up = (word >> np.uint64(j)) & np.uint64(1) == np.uint64(1)
-                    sign = two * x.dtype.type(up) - one
-                    right[j] += ((v > atol) | (tie_up & (v >= -atol))) == up
-                    r = max(delta * x.dtype.type(up != tie_up) - sign * v, zero)
+                    bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                    right[j] += one - (bit - up[j]) * (bit - up[j])
+                    sign = two * up[j] - one
+                    r = max(low + up[j] * (high - low) - sign * v, zero)
                     step[j] = -two * sign * r
-                    squares[j] += np.float64(r) * np.float64(r)
+                    squares[j] += r * r
             else:
                 for j in range(n):
                     v = means[a, j] - means[b, j]
-                    up = (word >> np.uint64(j)) & np.uint64(1) == np.uint64(1)
-                    agrees = ((v > atol) | (tie_up & (v >= -atol))) == up
-                    right[j] += agrees
-                    step[j] = (two * x.dtype.type(up) - one) * x.dtype.type(not agrees)
+                    bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                    wrong = (bit - up[j]) * (bit - up[j])
+                    right[j] += one - wrong
+                    step[j] = (two * up[j] - one) * wrong
             for j in range(n):
                 grads[a, j] += step[j]
             for j in range(n):
                 grads[b, j] -= step[j]
         _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, field_group, field_offset, tap_start,
                        tap_offset, tap_weight, out_x, out_filtered, out_corners)
-    return np.sum(squares), np.sum(right)
+        for j in range(n):
+            total += squares[j]
+            agree += int(right[j])
+            squares[j], right[j] = zero, zero
+    return total, agree
 
 
 @numba.njit(cache=True)

@@ -8,7 +8,8 @@ from lbdviewer.operators import sign_with_ties
 from lbdviewer.patterns import Pattern, make_pattern
 from lbdviewer.reconstruct import _coarse_to_dense, describe_sites, pair_separations, reconstruct_image
 from lbdviewer.sites import grid_sites
-from lbdviewer.solvers.consistency import SignConsistency, smoothed_total_variation
+from lbdviewer.solvers.consistency import (HISTORY, SignConsistency, _curvature_pass, _direction_pass,
+                                           compact_coefficients, remember_pair, smoothed_total_variation)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +45,52 @@ def test_total_variation_gradient_matches_finite_differences():
         assert np.isclose((smoothed_total_variation(bumped, 0.1)[0] - value) / step, grad[index], atol=1e-4)
 
 
+def two_loop_direction(projected, free, pairs):
+    """The textbook L-BFGS two-loop recursion (Nocedal and Wright, Algorithm 7.4), then 0 off the free pixels."""
+    q, alphas = projected.astype(np.float64), []
+    for s, y in reversed(pairs):
+        alphas.append(s @ q / (s @ y))
+        q = q - alphas[-1] * y
+    s, y = pairs[-1]
+    r = (s @ y) / (y @ y) * q
+    for (s, y), alpha in zip(pairs, reversed(alphas)):
+        r = r + s * (alpha - y @ r / (s @ y))
+    return np.where(free, -r, 0.0)
+
+
+def test_compact_direction_equals_the_two_loop_recursion():
+    rng = np.random.default_rng(6)
+    n, rows = 3000, HISTORY + 1
+    x = rng.random(n).astype(np.float32)
+    x[:200], x[200:400] = 0.0, 1.0  # pixels on the bounds: free only where the gradient points inwards
+    gradient = rng.standard_normal(n).astype(np.float32)
+    memory = np.zeros((rows, n), np.float32), np.zeros((rows, n), np.float32)
+    sty, yty, order = np.zeros((rows, rows)), np.zeros((rows, rows)), []
+    for k in range(HISTORY + 3):  # more pairs than the memory keeps; one with negative curvature
+        s = rng.standard_normal(n).astype(np.float32)
+        y = (s * rng.uniform(0.5, 2.0, n) * (-1 if k == 3 else 1)).astype(np.float32)
+        spare = next(r for r in range(rows) if r not in order)
+        dots, _ = _curvature_pass(x, x - s, gradient, gradient - y, *memory, spare, 0, n, True)
+        kept = remember_pair(order, sty, yty, dots, spare)
+        assert (kept[-1] == spare) == (k != 3)
+        order = kept
+    assert len(order) == HISTORY
+    dots, largest = _curvature_pass(x, x, gradient, gradient, *memory, 0, 0, n, False)
+    free = ~(((x <= 0) & (gradient > 0)) | ((x >= 1) & (gradient < 0)))
+    projected = np.where(free, gradient, 0.0)
+    assert np.isclose(largest, np.abs(projected).max())
+    direction = np.empty(n, np.float32)
+    coefficients = compact_coefficients(order, sty, yty, dots[2:], largest)
+    slope = _direction_pass(x, gradient, *memory, *coefficients, 0, n, direction)
+    pairs = [(memory[0][r].astype(np.float64), memory[1][r].astype(np.float64)) for r in order]
+    expected = two_loop_direction(projected, free, pairs)
+    np.testing.assert_allclose(direction, expected, rtol=1e-3, atol=1e-4 * np.abs(expected).max())
+    assert np.isclose(slope, gradient.astype(np.float64) @ direction, rtol=1e-4) and slope < 0
+    steepest = compact_coefficients([], sty, yty, dots[2:], largest)
+    _direction_pass(x, gradient, *memory, *steepest, 0, n, direction)
+    np.testing.assert_allclose(direction, -projected / np.abs(projected).max(), rtol=1e-6)
+
+
 def test_flat_image_with_tie_bits_stays_flat():
     image = np.full((32, 32), 0.3)
     sites = grid_sites(image.shape, patch_size=16, offset=8)
@@ -73,7 +120,7 @@ def test_fused_hinge_matches_forward_and_adjoint(problem):
     x0 = np.clip(image + 0.1, 0, 1)
     fused = SignConsistency(op, bits, iterations=5, x0=x0)
     plain = SignConsistency(Plain(), bits, iterations=5, x0=x0)
-    value, gradient, consistency = fused._evaluate(x0.ravel())
+    value, gradient, consistency, _, _ = fused._evaluate(x0.ravel())
     expected = plain._evaluate(x0.ravel())
     assert np.isclose(value, expected[0], rtol=1e-6) and consistency == expected[2]
     np.testing.assert_allclose(gradient, expected[1], atol=1e-6 * np.abs(expected[1]).max())

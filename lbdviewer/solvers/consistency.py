@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from lbdviewer.operators import sign_with_ties
-from lbdviewer.solvers.base import SolverState, frozen_copy
+from lbdviewer.solvers.base import SolverState, frozen_copy, thread_pool
 
 DEFAULT_MARGIN = 2.0 / 255.0
 DEFAULT_SMOOTHNESS = 8e-4
@@ -39,70 +39,90 @@ MAX_BACKTRACKS = 30
 PROJECTED_GRADIENT_TOLERANCE = 1e-5  # stop tests as in SciPy's L-BFGS-B defaults
 RELATIVE_DECREASE_TOLERANCE = 1e7 * np.finfo(float).eps
 CURVATURE_TOLERANCE = 1e-10
+PASS_CHUNK = 4096  # pixels a vector pass handles at a time (stays in the first-level caches)
+PARALLEL_MIN_PIXELS = 65536  # smaller images run the vector passes in the calling thread
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _dot(a, b):
-    """``a . b`` of two flat vectors, accumulated in float64, without BLAS (threaded BLAS crawls on small loaded machines)."""
-    total = 0.0
-    for i in range(a.shape[0]):
-        total += np.float64(a[i]) * np.float64(b[i])
-    return total
+def _curvature_pass(x, x_old, gradient, gradient_old, s_memory, y_memory, row, lo, hi, store):
+    """Pixels ``lo..hi`` of one L-BFGS update, in one sweep over the memory.
 
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _projected_gradient(x, gradient, out, free):
-    """``out`` = the gradient, 0 where it pushes a pixel held at a bound outwards (``free`` False); returns ``max |out|``."""
-    largest = 0.0
-    for i in range(x.shape[0]):
-        g = gradient[i]
-        free[i] = not ((x[i] <= 0.0 and g > 0.0) or (x[i] >= 1.0 and g < 0.0))
-        out[i] = g if free[i] else 0.0
-        largest = max(largest, abs(out[i]))
-    return largest
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _update_and_dot(out, alpha, update, probe):
-    """``out += alpha * update``, then return ``probe . out``, in one pass."""
-    total = 0.0
-    for i in range(out.shape[0]):
-        out[i] += alpha * update[i]
-        total += np.float64(probe[i]) * np.float64(out[i])
-    return total
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _two_loop(projected, free, s_memory, y_memory, rho, y_squared, order, out):
-    """L-BFGS direction ``out = -H g`` on the free pixels (``projected`` is 0 on the others).
-
-    ``order`` lists the rows of the curvature memory, oldest first; with no
-    pairs the direction is steepest descent scaled to a largest step of 1.
-    Each update of the two-loop recursion is fused with the dot product the
-    next one needs, so ``k`` pairs cost ``2k + 2`` passes over the image.
+    If ``store``: writes ``s = x - x_old`` and ``y = gradient - gradient_old``
+    into row ``row`` of the memories. With ``p`` the projected gradient (0
+    where ``x`` sits on a bound the gradient pushes against), returns the
+    partial dot products ``dots[0, r] = S_r . y``, ``dots[1, r] = Y_r . y``,
+    ``dots[2, r] = S_r . p``, ``dots[3, r] = Y_r . p`` for every row ``r``
+    (rows 0 and 1 only if ``store``) and ``max |p|``. Work goes in chunks
+    of ``PASS_CHUNK`` pixels, as slices, so every loop vectorises; each
+    chunk's sums are single precision, their total double.
     """
-    out[:] = projected
-    count = order.shape[0]
-    if count == 0:
-        scale = max(np.max(np.abs(out)), 1e-30)
-        for i in range(out.shape[0]):
-            out[i] = -out[i] / scale if free[i] else 0.0
-        return
-    alphas = np.empty(count)
-    dot = _dot(s_memory[order[count - 1]], out)
-    for k in range(count - 1, -1, -1):  # newest to oldest
-        alphas[k] = rho[order[k]] * dot
-        probe = s_memory[order[k - 1]] if k > 0 else s_memory[order[k]]
-        dot = _update_and_dot(out, -alphas[k], y_memory[order[k]], probe)
-    newest = order[count - 1]
-    out *= 1.0 / (rho[newest] * y_squared[newest])
-    dot = _dot(y_memory[order[0]], out)
-    for k in range(count):  # oldest to newest
-        beta = alphas[k] - rho[order[k]] * dot
-        probe = y_memory[order[k + 1]] if k + 1 < count else y_memory[order[k]]
-        dot = _update_and_dot(out, beta, s_memory[order[k]], probe)
-    for i in range(out.shape[0]):
-        out[i] = -out[i] if free[i] else 0.0
+    rows = s_memory.shape[0]
+    dots = np.zeros((4, rows))
+    largest = 0.0
+    projected = np.empty(PASS_CHUNK, dtype=gradient.dtype)
+    zero, one = x.dtype.type(0.0), x.dtype.type(1.0)
+    for c0 in range(lo, hi, PASS_CHUNK):
+        c1 = min(c0 + PASS_CHUNK, hi)
+        xs, gs, p = x[c0:c1], gradient[c0:c1], projected[:c1 - c0]
+        s, y = s_memory[row, c0:c1], y_memory[row, c0:c1]
+        if store:
+            x0, g0 = x_old[c0:c1], gradient_old[c0:c1]
+            for i in range(p.shape[0]):
+                s[i] = xs[i] - x0[i]
+                y[i] = gs[i] - g0[i]
+        chunk_largest = zero
+        for i in range(p.shape[0]):
+            g = gs[i]
+            p[i] = zero if (xs[i] <= zero and g > zero) or (xs[i] >= one and g < zero) else g
+            chunk_largest = max(chunk_largest, abs(p[i]))
+        largest = max(largest, np.float64(chunk_largest))
+        for r in range(rows):
+            sr, yr = s_memory[r, c0:c1], y_memory[r, c0:c1]
+            if store:
+                a0 = a1 = zero
+                for i in range(p.shape[0]):
+                    a0 += sr[i] * y[i]
+                    a1 += yr[i] * y[i]
+                dots[0, r] += a0
+                dots[1, r] += a1
+            a2 = a3 = zero
+            for i in range(p.shape[0]):
+                a2 += sr[i] * p[i]
+                a3 += yr[i] * p[i]
+            dots[2, r] += a2
+            dots[3, r] += a3
+    return dots, largest
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _direction_pass(x, gradient, s_memory, y_memory, coef_s, coef_y, gamma, lo, hi, out):
+    """``out = -(gamma p + sum_r coef_s[r] S_r + coef_y[r] Y_r)`` on free pixels ``lo..hi``, 0 on the others.
+
+    ``p`` is the projected gradient (see :func:`_curvature_pass`); rows with
+    both coefficients 0 are skipped. Returns the partial ``gradient . out``.
+    """
+    rows = s_memory.shape[0]
+    zero, one = x.dtype.type(0.0), x.dtype.type(1.0)
+    scale = x.dtype.type(gamma)
+    slope = 0.0
+    for c0 in range(lo, hi, PASS_CHUNK):
+        c1 = min(c0 + PASS_CHUNK, hi)
+        xs, gs, d = x[c0:c1], gradient[c0:c1], out[c0:c1]
+        for i in range(d.shape[0]):
+            d[i] = scale * gs[i]
+        for r in range(rows):
+            if coef_s[r] == 0.0 and coef_y[r] == 0.0:
+                continue
+            sr, yr = s_memory[r, c0:c1], y_memory[r, c0:c1]
+            a, b = x.dtype.type(coef_s[r]), x.dtype.type(coef_y[r])
+            for i in range(d.shape[0]):
+                d[i] += a * sr[i] + b * yr[i]
+        for i in range(d.shape[0]):
+            g = gs[i]
+            free = not ((xs[i] <= zero and g > zero) or (xs[i] >= one and g < zero))
+            d[i] = -d[i] if free else zero
+            slope += np.float64(g) * np.float64(d[i])
+    return slope
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -113,6 +133,91 @@ def _projected_step(x, direction, step, gradient, out):
         out[i] = min(max(x[i] + step * direction[i], 0.0), 1.0)
         slope += gradient[i] * (out[i] - x[i])
     return slope
+
+
+def remember_pair(order, sty, yty, dots, row):
+    """Keep the pair just stored in memory row ``row`` if its curvature is positive; returns the new ``order``.
+
+    ``dots`` are those of :func:`_curvature_pass`: its column ``row`` of
+    ``S^T Y`` and of ``Y^T Y`` go into ``sty`` and ``yty``; the oldest of
+    ``HISTORY + 1`` pairs is dropped. Pairs with ``s . y <= 0`` (tiny next to
+    ``y . y``) would make the approximation indefinite and are skipped.
+    """
+    if dots[0, row] > CURVATURE_TOLERANCE * dots[1, row]:
+        sty[:, row] = dots[0]
+        yty[:, row] = yty[row, :] = dots[1]
+        order = (order + [row])[-HISTORY:]
+    return order
+
+
+def compact_coefficients(order, sty, yty, projected_dots, largest):
+    r"""Coefficients of the L-BFGS direction in its compact form (Byrd, Nocedal and Schnabel, 1994).
+
+    With the stored pairs ``S = [s_i]``, ``Y = [y_i]`` (oldest first),
+    ``R`` the upper triangle of ``S^T Y``, ``D`` its diagonal and
+    ``gamma = s^T y / y^T y`` of the newest pair, the inverse-Hessian
+    approximation of the two-loop recursion is
+
+    .. math::
+        H = \gamma I + [S\;\gamma Y]
+            \begin{bmatrix} R^{-T}(D + \gamma Y^T Y) R^{-1} & -R^{-T} \\ -R^{-1} & 0 \end{bmatrix}
+            \begin{bmatrix} S^T \\ \gamma Y^T \end{bmatrix},
+
+    so ``H p = gamma p + S u - gamma Y v`` with ``v = R^{-1} S^T p`` and
+    ``u = R^{-T}((D + gamma Y^T Y) v - gamma Y^T p)``: two sweeps over the
+    memory (the dot products, then the combination) instead of ``4k + 2``.
+
+    Parameters
+    ----------
+    order : list of int
+        Memory rows of the pairs in use, oldest first.
+    sty, yty : ndarray, shape (R, R)
+        ``S_i . y_j`` (needed for ``i`` no newer than ``j``) and ``y_i . y_j``, by memory row.
+    projected_dots : ndarray, shape (2, R)
+        ``S_r . p`` and ``Y_r . p``.
+    largest : float
+        ``max |p|``: with no pairs the direction is ``-p / max |p|``.
+
+    Returns
+    -------
+    coef_s, coef_y : ndarray, shape (R,)
+    gamma : float
+        ``-H p = -(gamma p + sum coef_s[r] S_r + coef_y[r] Y_r)``.
+    """
+    return _compact_coefficients(np.asarray(order, dtype=np.int64), sty, yty, projected_dots, largest)
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact_coefficients(order, sty, yty, projected_dots, largest):
+    """:func:`compact_coefficients` compiled: ``k <= HISTORY`` pairs, two triangular solves by substitution."""
+    rows, k = sty.shape[0], order.shape[0]
+    coef_s, coef_y = np.zeros(rows), np.zeros(rows)
+    if k == 0:
+        return coef_s, coef_y, 1.0 / max(largest, 1e-30)
+    newest = order[k - 1]
+    gamma = sty[newest, newest] / yty[newest, newest]
+    v = np.zeros(k)
+    for i in range(k - 1, -1, -1):  # R v = S^T p, R upper triangular: R[i, j] = s_i . y_j for i <= j
+        total = projected_dots[0, order[i]]
+        for j in range(i + 1, k):
+            total -= sty[order[i], order[j]] * v[j]
+        v[i] = total / sty[order[i], order[i]]
+    right = np.empty(k)
+    for i in range(k):  # (D + gamma Y^T Y) v - gamma Y^T p
+        total = sty[order[i], order[i]] * v[i] - gamma * projected_dots[1, order[i]]
+        for j in range(k):
+            total += gamma * yty[order[i], order[j]] * v[j]
+        right[i] = total
+    u = np.zeros(k)
+    for i in range(k):  # R^T u = right, R^T lower triangular
+        total = right[i]
+        for j in range(i):
+            total -= sty[order[j], order[i]] * u[j]
+        u[i] = total / sty[order[i], order[i]]
+    for i in range(k):
+        coef_s[order[i]] = u[i]
+        coef_y[order[i]] = -gamma * v[i]
+    return coef_s, coef_y, gamma
 
 
 def smoothed_total_variation(x, epsilon=TV_EPSILON):
@@ -126,23 +231,29 @@ def smoothed_total_variation(x, epsilon=TV_EPSILON):
     """
     x = np.ascontiguousarray(x, dtype=np.float32 if np.asarray(x).dtype == np.float32 else np.float64)
     grad = np.zeros_like(x)
-    return float(_add_total_variation(x, float(epsilon), 1.0, grad)), grad
+    return float(_add_total_variation(x, float(epsilon), 1.0, grad, 0, x.shape[0])), grad
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _add_total_variation(x, epsilon, weight, grad):
-    """Adds ``weight`` times the gradient of the smoothed TV of ``x`` to ``grad``; returns the TV.
+def _add_total_variation(x, epsilon, weight, grad, row_lo, row_hi):
+    """Adds ``weight`` times the gradient of the smoothed TV to rows ``row_lo..row_hi`` of ``grad``.
 
-    One sweep down the rows; each row's differences (to the right, and to the
-    row below) are computed once, in loops that vectorise, and the row's
-    gradient is written once.
+    Returns the TV of those rows: their differences to the right and to the
+    row below. Only rows ``row_lo..row_hi`` of ``grad`` are written (the
+    difference to the row above is computed again), so row ranges can run
+    in parallel on one gradient. Row sweeps that vectorise.
     """
     height, width = x.shape
     e2, w = x.dtype.type(epsilon * epsilon), x.dtype.type(weight)
     value = 0.0
     across = np.zeros(width + 1, dtype=x.dtype)  # across[c]: slope of the difference of columns c - 1, c
     above, below = np.zeros(width, dtype=x.dtype), np.zeros(width, dtype=x.dtype)  # vertical slopes
-    for r in range(height):
+    if row_lo > 0:
+        upper, row = x[row_lo - 1], x[row_lo]
+        for c in range(width):
+            d = row[c] - upper[c]
+            above[c] = w * d / np.sqrt(d * d + e2)
+    for r in range(row_lo, row_hi):
         row, total = x[r], x.dtype.type(0.0)
         for c in range(width - 1):
             d = row[c + 1] - row[c]
@@ -250,11 +361,22 @@ class SignConsistency:
         self.smoothness = float(smoothness)
         self.iterations = int(iterations)
         self.x0 = np.full(self.shape, 0.5) if x0 is None else np.asarray(x0, dtype=np.float64)
+        height = self.shape[0]
+        ranges = min(numba.get_num_threads(), max(1, height * self.shape[1] // PARALLEL_MIN_PIXELS))
+        bounds = np.linspace(0, height, ranges + 1).astype(int)
+        self._row_ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
         if self.x0.shape != self.shape:
             raise ValueError(f"x0 must have shape {self.shape}, got {self.x0.shape}")
 
-    def _evaluate(self, x):
-        """Objective, gradient (float32, flat) and share of reproduced bits at ``x`` (float32, flat)."""
+    def _evaluate(self, x, memory=None, previous=None):
+        """Objective, gradient (float32, flat) and share of reproduced bits at ``x`` (float32, flat).
+
+        Given the L-BFGS ``memory = (s_memory, y_memory)``, also runs the
+        sweep of :func:`_curvature_pass` at ``x`` (``previous = (x_old,
+        gradient_old, row)``: the pair to store) with the total variation, row
+        range by row range in parallel, and returns its dot products (summed
+        over the ranges) and ``max |p|`` too (else None, None).
+        """
         image = x.reshape(self.shape)
         if callable(getattr(self.operator, "squared_hinge", None)):
             value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol)
@@ -271,9 +393,24 @@ class SignConsistency:
             bits = sign_with_ties(values, tie_positive=self.tie_positive, atol=self.atol)
             consistency = float(np.mean((bits > 0) == positive))
         gradient = np.asarray(gradient, dtype=np.float32).reshape(self.shape)
-        if self.smoothness:
-            value += self.smoothness * _add_total_variation(image, TV_EPSILON, self.smoothness, gradient)
-        return value, gradient.ravel(), consistency
+        flat = gradient.ravel()
+        x_old, gradient_old, row = previous if previous is not None else (x, flat, 0)
+        width = self.shape[1]
+
+        def rows(bounds):
+            tv = (_add_total_variation(image, TV_EPSILON, self.smoothness, gradient, *bounds)
+                  if self.smoothness else 0.0)
+            if memory is None:
+                return tv, None, None
+            return (tv, *_curvature_pass(x, x_old, flat, gradient_old, *memory, row, bounds[0] * width,
+                                         bounds[1] * width, previous is not None))
+
+        parts = (list(thread_pool().map(rows, self._row_ranges)) if len(self._row_ranges) > 1
+                 else [rows(self._row_ranges[0])])
+        value += self.smoothness * sum(part[0] for part in parts)
+        if memory is None:
+            return value, flat, consistency, None, None
+        return value, flat, consistency, sum(part[1] for part in parts), max(part[2] for part in parts)
 
     def _state(self, iteration, x, objective, consistency, finished):
         return SolverState(
@@ -288,44 +425,36 @@ class SignConsistency:
 
     def steps(self):
         """Yield a :class:`SolverState` after every projected L-BFGS iteration."""
-        # Single precision throughout (values and dot products add up in double):
-        # every vector pass over the image costs half as much.
+        # Single precision throughout (dot products add up in double): every
+        # sweep over the image costs half as much.
         x = np.clip(self.x0.ravel(), 0.0, 1.0).astype(np.float32)
         n = x.size
-        value, gradient, consistency = self._evaluate(x)
-        s_memory = np.empty((HISTORY, n), dtype=np.float32)  # curvature pairs, a ring buffer
-        y_memory = np.empty((HISTORY, n), dtype=np.float32)
-        rho, y_squared = np.empty(HISTORY), np.empty(HISTORY)
-        order = []  # rows of the memory, oldest first
-        projected, free = np.empty(n, dtype=np.float32), np.empty(n, dtype=bool)
+        rows = HISTORY + 1  # one spare row takes each new pair before its curvature is checked
+        memory = (np.zeros((rows, n), dtype=np.float32), np.zeros((rows, n), dtype=np.float32))
+        sty, yty = np.zeros((rows, rows)), np.zeros((rows, rows))  # s_i . y_j and y_i . y_j by memory row
+        order = []  # rows of the pairs in use, oldest first
+        value, gradient, consistency, dots, largest = self._evaluate(x, memory)
         direction, candidate = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
         for iteration in range(1, self.iterations + 1):
-            if _projected_gradient(x, gradient, projected, free) <= PROJECTED_GRADIENT_TOLERANCE:
+            if largest <= PROJECTED_GRADIENT_TOLERANCE:
                 yield self._state(iteration, x, value, consistency, True)
                 return
-            _two_loop(projected, free, s_memory, y_memory, rho, y_squared, np.array(order, dtype=np.int64), direction)
-            if _dot(gradient, direction) >= 0.0:  # not a descent direction: forget the curvature pairs
-                order.clear()
-                _two_loop(projected, free, s_memory, y_memory, rho, y_squared, np.array(order, dtype=np.int64),
-                          direction)
+            if self._direction(x, gradient, memory, order, sty, yty, dots, largest, direction) >= 0.0:
+                order.clear()  # not a descent direction: forget the curvature pairs
+                self._direction(x, gradient, memory, order, sty, yty, dots, largest, direction)
+            spare = next(r for r in range(rows) if r not in order)
             step, trial = 1.0, None
             for _ in range(MAX_BACKTRACKS):
                 slope = _projected_step(x, direction, step, gradient, candidate)
-                trial = self._evaluate(candidate)
+                trial = self._evaluate(candidate, memory, (x, gradient, spare))
                 if trial[0] <= value + ARMIJO * slope:
                     break
                 step, trial = step * 0.5, None
             if trial is None:  # no decrease left along any step: converged
                 yield self._state(iteration, x, value, consistency, True)
                 return
-            new_value, new_gradient, consistency = trial
-            s_vector, y_vector = candidate - x, new_gradient - gradient
-            curvature, squared = _dot(s_vector, y_vector), _dot(y_vector, y_vector)
-            if curvature > CURVATURE_TOLERANCE * squared:
-                row = (order[-1] + 1) % HISTORY if order else 0
-                s_memory[row], y_memory[row] = s_vector, y_vector
-                rho[row], y_squared[row] = 1.0 / curvature, squared
-                order = [r for r in order if r != row][-(HISTORY - 1):] + [row]
+            new_value, new_gradient, consistency, dots, largest = trial
+            order = remember_pair(order, sty, yty, dots, spare)
             decrease = value - new_value
             x, candidate = candidate, x
             value, gradient = new_value, new_gradient
@@ -334,6 +463,19 @@ class SignConsistency:
             yield self._state(iteration, x, value, consistency, finished)
             if finished:
                 return
+
+    def _direction(self, x, gradient, memory, order, sty, yty, dots, largest, out):
+        """The L-BFGS direction into ``out`` (see :func:`compact_coefficients`); returns ``gradient . out``."""
+        coef_s, coef_y, gamma = compact_coefficients(order, sty, yty, dots[2:], largest)
+        width = self.shape[1]
+
+        def rows(bounds):
+            return _direction_pass(x, gradient, *memory, coef_s, coef_y, gamma, bounds[0] * width, bounds[1] * width,
+                                   out)
+
+        if len(self._row_ranges) > 1:
+            return sum(thread_pool().map(rows, self._row_ranges))
+        return rows(self._row_ranges[0])
 
     def run(self):
         """Run to the end and return the last :class:`SolverState`."""
