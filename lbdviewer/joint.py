@@ -74,13 +74,24 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
     """
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
-        if group >= 0 and stride > 0:
+        row = means[f - f0]
+        if group >= 0 and stride > 0:  # slices, not index arithmetic: no negative-index checks in the loop
             start = site_base[s0] + offset
+            source = filtered[group, start:start + (n - 1) * stride + 1:stride]
             for j in range(n):
-                means[f - f0, j] = filtered[group, start + j * stride]
+                row[j] = source[j]
         elif group >= 0:
             for j in range(n):
                 means[f - f0, j] = filtered[group, site_base[s0 + j] + offset]
+        elif group == INTEGRAL and stride > 0:  # a block lies in one image row: its corners are evenly spaced
+            t, span = tap_start[f], (n - 1) * stride + 1
+            a, b = integral_base[s0] + tap_offset[t], integral_base[s0] + tap_offset[t + 1]
+            c, d = integral_base[s0] + tap_offset[t + 2], integral_base[s0] + tap_offset[t + 3]
+            corner_a, corner_b = integral[a:a + span:stride], integral[b:b + span:stride]
+            corner_c, corner_d = integral[c:c + span:stride], integral[d:d + span:stride]
+            wa, wb, wc, wd = tap_weight[t], tap_weight[t + 1], tap_weight[t + 2], tap_weight[t + 3]
+            for j in range(n):
+                row[j] = wa * corner_a[j] + wb * corner_b[j] + wc * corner_c[j] + wd * corner_d[j]
         elif group == INTEGRAL:
             for j in range(n):
                 total = 0.0
@@ -101,13 +112,22 @@ def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, field
     """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``."""
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
+        row = grads[f - f0]
         if group >= 0 and stride > 0:
             start = site_base[s0] + offset
+            target = out_filtered[group, start:start + (n - 1) * stride + 1:stride]
             for j in range(n):
-                out_filtered[group, start + j * stride] += grads[f - f0, j]
+                target[j] += row[j]
         elif group >= 0:
             for j in range(n):
                 out_filtered[group, site_base[s0 + j] + offset] += grads[f - f0, j]
+        elif group == INTEGRAL and stride > 0:
+            span = (n - 1) * stride + 1
+            for t in range(tap_start[f], tap_start[f + 1]):
+                corner = integral_base[s0] + tap_offset[t]
+                target, weight = out_corners[corner:corner + span:stride], np.float64(tap_weight[t])
+                for j in range(n):
+                    target[j] += weight * row[j]
         elif group == INTEGRAL:
             for j in range(n):
                 g = np.float64(grads[f - f0, j])
@@ -247,19 +267,21 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
 
 
 @numba.njit(cache=True)
-def _site_blocks(site_base, site_pattern, limit):
-    """Split the sites, in order, into blocks of one pattern evenly spaced in memory (a grid row).
+def _site_blocks(site_base, site_pattern, width, limit):
+    """Split the sites, in order, into blocks of one pattern evenly spaced along one image row (a grid row).
 
     Returns the block bounds (``B + 1``) and each block's spacing in pixels
-    (0 for a single site). Blocks hold at most ``limit`` sites.
+    (0 for a single site). Blocks hold at most ``limit`` sites; ``width``
+    is the image's.
     """
     starts, strides = [0], []
     first, stride = 0, 0
     for s in range(1, site_base.shape[0]):
         step = site_base[s] - site_base[s - 1]
-        if s - first == 1 and site_pattern[s] == site_pattern[first] and step > 0:
+        joins = site_pattern[s] == site_pattern[first] and site_base[s] // width == site_base[first] // width
+        if s - first == 1 and joins and step > 0:
             stride = step
-        elif s - first >= limit or site_pattern[s] != site_pattern[first] or step != stride or stride == 0:
+        elif s - first >= limit or not joins or step != stride or stride == 0:
             starts.append(s)
             strides.append(stride)
             first, stride = s, 0
@@ -722,7 +744,7 @@ class JointOperator:
         self._site_base = (self.sites[:, 0] * width + self.sites[:, 1]).astype(np.int64)
         self._integral_base = self._site_base + self.sites[:, 0]  # the same pixel in the (W + 1)-wide integral
         self._uses_integral = bool(len(self._boxes)) or bool(np.any(field_group == INTEGRAL))
-        self._block_start, self._block_stride = _site_blocks(self._site_base, self.site_pattern, BLOCK_SITES)
+        self._block_start, self._block_stride = _site_blocks(self._site_base, self.site_pattern, width, BLOCK_SITES)
 
     # -- shapes ---------------------------------------------------------
     @property

@@ -274,6 +274,18 @@ def test_boxes_read_from_the_integral_image_equal_their_taps(kind, kernel, offse
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-11)
 
 
+def test_blocks_stay_in_one_image_row_even_when_spacing_continues():
+    rng = np.random.default_rng(14)
+    pattern = make_pattern("freak", patch_size=16, m=64)
+    sites = [[0, 0], [0, 24], [1, 8]]  # 24 pixels apart in memory, across a row boundary
+    fast = JointOperator((24, 40), sites, pattern, dtype=np.float64)
+    taps = JointOperator((24, 40), sites, pattern, backend="direct", dtype=np.float64)
+    assert fast._block_start.tolist() == [0, 2, 3] and np.any(fast._tables[1] == joint.INTEGRAL)
+    x, y = rng.random((24, 40)), rng.standard_normal(fast.range_shape)
+    np.testing.assert_allclose(fast.forward(x), taps.forward(x), atol=1e-12)
+    np.testing.assert_allclose(fast.adjoint(y), taps.adjoint(y), atol=1e-11)
+
+
 @pytest.mark.parametrize("anchored", [False, True])
 def test_fields_with_colliding_hashes_are_told_apart(anchored):
     rng = np.random.default_rng(11)
