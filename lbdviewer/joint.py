@@ -98,6 +98,14 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
                 for t in range(tap_start[f], tap_start[f + 1]):
                     total += tap_weight[t] * integral[integral_base[s0 + j] + tap_offset[t]]
                 means[f - f0, j] = total
+        elif stride > 0:
+            span = (n - 1) * stride + 1
+            row[:n] = 0.0
+            for t in range(tap_start[f], tap_start[f + 1]):
+                tap, weight = site_base[s0] + tap_offset[t], tap_weight[t]
+                source = x[tap:tap + span:stride]
+                for j in range(n):
+                    row[j] += weight * source[j]
         else:
             for j in range(n):
                 acc = x.dtype.type(0.0)
@@ -133,6 +141,13 @@ def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, field
                 g = np.float64(grads[f - f0, j])
                 for t in range(tap_start[f], tap_start[f + 1]):
                     out_corners[integral_base[s0 + j] + tap_offset[t]] += tap_weight[t] * g
+        elif stride > 0:
+            span = (n - 1) * stride + 1
+            for t in range(tap_start[f], tap_start[f + 1]):
+                tap, weight = site_base[s0] + tap_offset[t], tap_weight[t]
+                target = out_x[tap:tap + span:stride]
+                for j in range(n):
+                    target[j] += weight * row[j]
         else:
             for j in range(n):
                 g = grads[f - f0, j]

@@ -307,7 +307,10 @@ class SignConsistency:
     Notes
     -----
     One iteration: the free variables are those not held at a bound by the
-    gradient; the L-BFGS two-loop recursion (``HISTORY`` pairs) gives a
+    gradient; L-BFGS (``HISTORY`` pairs, in the compact form of
+    :func:`compact_coefficients`: one sweep over the memory for its dot
+    products, fused with the total variation, and one for the direction, each
+    split into row ranges run in parallel) gives a
     direction on them, and a backtracking Armijo search along the projected
     path :math:`P_{[0,1]}(x + t d)`, :math:`t = 1, 1/2, \\dots`, picks the step.
     Curvature pairs with :math:`s^T y \\le 0` are skipped. It stops, like
