@@ -27,8 +27,9 @@ of two field means; identical fields of a pattern (BRIEF repeats ~40 % of its
 
 The kernels run over *blocks* of up to ``BLOCK_SITES`` consecutive sites with
 one pattern (a stretch of a grid row), the site as the inner, vectorised
-index: the block's field means ``(F, B)`` are gathered (strided slices of the
-planes when the sites are evenly spaced), every test then runs over the
+index: the block's field means ``(F, B)`` are gathered (consecutive values:
+the planes are stored polyphase with the grid's spacing, see
+:func:`_plane_index`), every test then runs over the
 block at once, and gradients go back the same way. The data terms of BIHT
 (:meth:`JointOperator.binary_gradient`) and of the sign-consistency solver
 (:meth:`JointOperator.squared_hinge`) are fused with their back-projection
@@ -51,7 +52,7 @@ import numpy as np
 
 from lbdviewer.operators import field_entries
 from lbdviewer.patterns.base import Pattern
-from lbdviewer.solvers.base import thread_pool
+from lbdviewer.solvers.base import map_parallel
 
 BACKENDS = ("auto", "direct", "filtered")
 FILTER_READS_PER_PIXEL = 0.25
@@ -60,29 +61,51 @@ BLOCK_SITES = 64  # sites a block of the kernels handles at once: its bits of on
 TIE_ATOL = 0.5 / 255  # half an 8-bit grey level: smaller differences are invisible in the output
 BOX_PLANE_READS_PER_PIXEL = 1.0  # a box read less often than this is read as 4 corners of the integral image
 INTEGRAL = -2  # ``field_group`` of a box read from the integral image (-1: taps of the image)
+MAX_PHASES = 64  # planes are polyphase for grid spacings up to this (wider ones are sparse: read in place)
 
 
 @numba.njit(cache=True, nogil=True)
-def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, field_group, field_offset,
-                 tap_start, tap_offset, tap_weight, means):
+def _plane_index(position, layout):
+    """Index in a filtered plane of the pixel at flat ``position`` (``r W + c``) of the image.
+
+    ``layout = (W, P, K)``: planes are stored *polyphase*, column ``c`` at
+    ``(r P + c mod P) K + c div P`` with ``K = ceil(W / P)``, so that sites
+    ``P`` columns apart (a grid row of offset ``P``) read consecutive values;
+    ``P = 1`` is the image's own layout.
+    """
+    width, phases, per_phase = layout[0], layout[1], layout[2]
+    r, c = position // width, position % width
+    return (r * phases + c % phases) * per_phase + c // phases
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
+                 field_offset, tap_start, tap_offset, tap_weight, means):
     """``means[f - f0, j]``: mean of field ``f`` at site ``s0 + j``, for the ``n`` sites of a block.
 
-    Filtered fields are read from their plane (a strided slice when the
-    block's sites are evenly spaced, ``stride > 0``), boxes marked
+    Filtered fields are read from their plane (laid out as :func:`_plane_index`
+    says: consecutive values when the block's sites are ``P`` pixels apart, a
+    strided slice when ``P = 1`` and they are evenly spaced), boxes marked
     ``INTEGRAL`` from four corners of the integral image (float64, its taps
     offsets from ``integral_base``), the others from their taps in ``x``.
     """
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
         row = means[f - f0]
-        if group >= 0 and stride > 0:  # slices, not index arithmetic: no negative-index checks in the loop
+        if group >= 0 and stride == layout[1]:  # consecutive values: a copy that vectorises
+            start = _plane_index(site_base[s0] + offset, layout)
+            source = filtered[group, start:start + n]
+            for j in range(n):
+                row[j] = source[j]
+        elif group >= 0 and stride > 0 and layout[1] == 1:
+            # slices, not index arithmetic: no negative-index checks in the loop
             start = site_base[s0] + offset
             source = filtered[group, start:start + (n - 1) * stride + 1:stride]
             for j in range(n):
                 row[j] = source[j]
         elif group >= 0:
             for j in range(n):
-                means[f - f0, j] = filtered[group, site_base[s0 + j] + offset]
+                means[f - f0, j] = filtered[group, _plane_index(site_base[s0 + j] + offset, layout)]
         elif group == INTEGRAL and stride > 0:  # a block lies in one image row: its corners are evenly spaced
             t, span = tap_start[f], (n - 1) * stride + 1
             a, b = integral_base[s0] + tap_offset[t], integral_base[s0] + tap_offset[t + 1]
@@ -115,20 +138,25 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
 
 
 @numba.njit(cache=True, nogil=True)
-def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, field_group, field_offset, tap_start,
-                   tap_offset, tap_weight, out_x, out_filtered, out_corners):
+def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
+                   tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners):
     """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``."""
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
         row = grads[f - f0]
-        if group >= 0 and stride > 0:
+        if group >= 0 and stride == layout[1]:
+            start = _plane_index(site_base[s0] + offset, layout)
+            target = out_filtered[group, start:start + n]
+            for j in range(n):
+                target[j] += row[j]
+        elif group >= 0 and stride > 0 and layout[1] == 1:
             start = site_base[s0] + offset
             target = out_filtered[group, start:start + (n - 1) * stride + 1:stride]
             for j in range(n):
                 target[j] += row[j]
         elif group >= 0:
             for j in range(n):
-                out_filtered[group, site_base[s0 + j] + offset] += grads[f - f0, j]
+                out_filtered[group, _plane_index(site_base[s0 + j] + offset, layout)] += grads[f - f0, j]
         elif group == INTEGRAL and stride > 0:
             span = (n - 1) * stride + 1
             for t in range(tap_start[f], tap_start[f + 1]):
@@ -158,8 +186,8 @@ def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, field
 
 @numba.njit(cache=True, nogil=True)
 def _forward_blocks(x, filtered, integral, block_start, block_stride, block_lo, block_hi, site_base, integral_base,
-                    site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a,
-                    pair_b, out):
+                    layout, site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
+                    pair_start, pair_a, pair_b, out):
     """``out[s, i]`` = difference of the two field means of test ``i`` at site ``s``, block by block."""
     width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
     means = np.empty((np.max(np.diff(field_start)), width), dtype=x.dtype)
@@ -168,7 +196,7 @@ def _forward_blocks(x, filtered, integral, block_start, block_stride, block_lo, 
         n = block_start[block + 1] - s0
         p = site_pattern[s0]
         f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
-        _block_means(x, filtered, integral, s0, n, block_stride[block], f0, f1, site_base, integral_base,
+        _block_means(x, filtered, integral, s0, n, block_stride[block], f0, f1, site_base, integral_base, layout,
                      field_group, field_offset, tap_start, tap_offset, tap_weight, means)
         for i in range(out.shape[1]):
             a, b = pair_a[i0 + i], pair_b[i0 + i]
@@ -177,7 +205,7 @@ def _forward_blocks(x, filtered, integral, block_start, block_stride, block_lo, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base, integral_base, site_pattern,
+def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base, integral_base, layout, site_pattern,
                     field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a,
                     pair_b, out_x, out_filtered, out_corners):
     """Adds ``A^T y`` for the sites of blocks ``block_lo..block_hi`` to ``out_x``, the planes and the corners."""
@@ -194,7 +222,7 @@ def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base,
                 grads[a, j] += y[s0 + j, i]
             for j in range(n):
                 grads[b, j] -= y[s0 + j, i]
-        _block_scatter(grads, s0, n, block_stride[block], f0, f1, site_base, integral_base, field_group,
+        _block_scatter(grads, s0, n, block_stride[block], f0, f1, site_base, integral_base, layout, field_group,
                        field_offset, tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
 
 
@@ -218,8 +246,8 @@ def _block_words(packed, block_start, m):
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, block_start, block_stride, block_lo,
-                 block_hi, site_base, integral_base, site_pattern, field_start, field_group, field_offset, tap_start,
-                 tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
+                 block_hi, site_base, integral_base, layout, site_pattern, field_start, field_group, field_offset,
+                 tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
     """Data term against target bits, back-projected; returns ``(sum of squares, bits reproduced)``.
 
     Sites are processed a block at a time with the site as the inner,
@@ -244,7 +272,7 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
         p = site_pattern[s0]
         f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
         stride = block_stride[block]
-        _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, field_group,
+        _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
         for i in range(m):
             a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
@@ -272,8 +300,8 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
                 grads[a, j] += step[j]
             for j in range(n):
                 grads[b, j] -= step[j]
-        _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, field_group, field_offset, tap_start,
-                       tap_offset, tap_weight, out_x, out_filtered, out_corners)
+        _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
+                       tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
         for j in range(n):
             total += squares[j]
             agree += int(right[j])
@@ -760,6 +788,13 @@ class JointOperator:
         self._integral_base = self._site_base + self.sites[:, 0]  # the same pixel in the (W + 1)-wide integral
         self._uses_integral = bool(len(self._boxes)) or bool(np.any(field_group == INTEGRAL))
         self._block_start, self._block_stride = _site_blocks(self._site_base, self.site_pattern, width, BLOCK_SITES)
+        self._layout = np.array([width, 1, width], dtype=np.int64)
+        strides = self._block_stride[np.diff(self._block_start) > 1]
+        if len(self._stencils) + len(self._boxes) and len(strides):
+            # Planes polyphase with the grid's spacing: a grid row reads consecutive values (_plane_index).
+            phases = int(np.bincount(strides).argmax())
+            if 1 < phases <= MAX_PHASES:
+                self._layout = np.array([width, phases, -(-width // phases)], dtype=np.int64)
 
     # -- shapes ---------------------------------------------------------
     @property
@@ -791,15 +826,35 @@ class JointOperator:
         ``INTEGRAL`` also read (a 1-element stand-in when nothing does).
         """
         # Not zeroed: box planes leave out only positions that no field reads.
-        planes = self._new_planes(zeroed=False)
+        n_planes = len(self._stencils) + len(self._boxes)
+        planes = np.empty((n_planes, image.size), dtype=self.dtype) if n_planes else self._new_planes()
         for plane, stencil in zip(planes, self._stencils):
             plane[:] = cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT).ravel()
         integral = _integral(image) if self._uses_integral else np.zeros((1, 1))
         if len(self._boxes):
             boxes, split = planes[len(self._stencils):], (len(self._boxes) + 1) // 2
             halves = (slice(0, split), slice(split, None))  # two halves in parallel, written in place
-            list(thread_pool().map(lambda half: _box_planes(integral, self._boxes[half], boxes[half]), halves))
-        return planes, integral.ravel()
+            map_parallel(lambda half: _box_planes(integral, self._boxes[half], boxes[half]), halves)
+        return self._to_phases(planes) if n_planes else planes, integral.ravel()
+
+    def _to_phases(self, planes):
+        """Row-major planes ``(n, H W)`` in the polyphase layout of :func:`_plane_index` (unchanged if ``P = 1``)."""
+        width, phases, per_phase = (int(v) for v in self._layout)
+        if phases == 1:
+            return planes
+        padded = np.zeros((len(planes), self._shape2d[0], per_phase * phases), dtype=self.dtype)
+        padded[:, :, :width] = planes.reshape(len(planes), *self._shape2d)
+        return padded.reshape(len(planes), self._shape2d[0], per_phase, phases).transpose(0, 1, 3, 2).reshape(
+            len(planes), -1)
+
+    def _from_phases(self, planes):
+        """Inverse of :meth:`_to_phases` (the padding columns are dropped)."""
+        width, phases, per_phase = (int(v) for v in self._layout)
+        if phases == 1:
+            return planes
+        grid = planes.reshape(len(planes), self._shape2d[0], phases, per_phase).transpose(0, 1, 3, 2)
+        return np.ascontiguousarray(grid.reshape(len(planes), self._shape2d[0], -1)[:, :, :width]).reshape(
+            len(planes), -1)
 
     def _unfilter(self, out_filtered, out_corners, out_x, rows):
         """Add the adjoint of :meth:`_filter` applied to the planes and integral-image corners to the flat ``out_x``.
@@ -807,6 +862,8 @@ class JointOperator:
         ``rows``: ``(first, stop)``, the rows outside which the planes are
         zero and the corners' boxes lie.
         """
+        if len(self._stencils) + len(self._boxes):
+            out_filtered = self._from_phases(out_filtered)
         for stencil, plane in zip(self._stencils, out_filtered):
             h, w = stencil.shape
             flipped = np.ascontiguousarray(stencil[::-1, ::-1])
@@ -818,10 +875,11 @@ class JointOperator:
                 _box_corners(out_filtered[len(self._stencils):], self._boxes, self._shape2d[1], *rows, corners)
             _integral_adjoint(corners, *rows, out_x)
 
-    def _new_planes(self, *, zeroed=True):
+    def _new_planes(self):
+        """Zeroed planes in the kernels' layout (one 1-element stand-in when there are none)."""
         n_planes = len(self._stencils) + len(self._boxes)
-        n_pixels = self._shape2d[0] * self._shape2d[1]
-        return (np.zeros if zeroed else np.empty)((max(n_planes, 1), n_pixels if n_planes else 1), dtype=self.dtype)
+        size = self._shape2d[0] * int(self._layout[1] * self._layout[2])
+        return np.zeros((max(n_planes, 1), size if n_planes else 1), dtype=self.dtype)
 
     def _new_corners(self):
         """Zeroed flat ``(H + 1) x (W + 1)`` float64 corners of the integral image (1 element when unused)."""
@@ -840,12 +898,10 @@ class JointOperator:
         return np.unique(np.searchsorted(self._block_start, np.linspace(0, n_sites, n_chunks + 1).astype(np.int64)))
 
     def _run_blocks(self, chunk):
-        """``[chunk(index, lo, hi)]`` over the block ranges, in the shared thread pool if more than one."""
+        """``[chunk(index, lo, hi)]`` over the block ranges, all but the first in the pool (:func:`map_parallel`)."""
         bounds = self._chunks()
         tasks = [(index, bounds[index], bounds[index + 1]) for index in range(len(bounds) - 1)]
-        if len(tasks) == 1:
-            return [chunk(*tasks[0])]
-        return list(thread_pool().map(lambda task: chunk(*task), tasks))
+        return map_parallel(lambda task: chunk(*task), tasks)
 
     def _back_project(self, kernel, *args):
         """Run ``kernel(*args, <blocks>, lo, hi, <tables>, out_x, out_planes)`` over the block ranges.
@@ -859,7 +915,7 @@ class JointOperator:
             out, planes = np.zeros(self._shape2d[0] * self._shape2d[1], dtype=self.dtype), self._new_planes()
             corners = self._new_corners()
             result = kernel(*args, self._block_start, self._block_stride, lo, hi, self._site_base,
-                            self._integral_base, self.site_pattern, *self._tables, out, planes, corners)
+                            self._integral_base, self._layout, self.site_pattern, *self._tables, out, planes, corners)
             first, stop = self._block_start[lo], self._block_start[hi]
             tops = self.sites[first:stop, 0]
             self._unfilter(planes, corners, out, (int(tops.min()), int((tops + self.patch_sizes[first:stop]).max())))
@@ -881,7 +937,7 @@ class JointOperator:
             flat, (filtered, integral) = image.ravel(), self._filter(image)
             self._run_blocks(lambda index, lo, hi: _forward_blocks(
                 flat, filtered, integral, self._block_start, self._block_stride, lo, hi, self._site_base,
-                self._integral_base, self.site_pattern, *self._tables, values))
+                self._integral_base, self._layout, self.site_pattern, *self._tables, values))
         return out.reshape(*x.shape[:-2], len(self.sites), self.m)
 
     def adjoint(self, y):

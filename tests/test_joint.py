@@ -32,6 +32,23 @@ def test_dot_test_on_overlapping_grid(pattern, backend):
     assert abs(np.vdot(op.forward(x), y) - np.vdot(x, op.adjoint(y))) < 1e-10 * np.abs(y).sum()
 
 
+@pytest.mark.parametrize("backend", ["filtered", "auto"])
+def test_grid_planes_stored_polyphase_give_each_sites_patch(pattern, backend):
+    rng = np.random.default_rng(15)
+    image = rng.random((30, 37))
+    sites = grid_sites(image.shape, patch_size=16, offset=5)  # rows of 5 px steps; 37 is not a multiple of 5
+    op = JointOperator(image.shape, sites, pattern, backend=backend, dtype=np.float64)
+    if op.n_filters:
+        assert op._layout.tolist() == [37, 5, 8]
+    patch = DescriptorOperator(pattern, dtype=np.float64)
+    y = rng.standard_normal(op.range_shape)
+    expected = np.zeros_like(image)
+    for (r, c), row, weights in zip(sites, op.forward(image), y):
+        np.testing.assert_allclose(row, patch.forward(image[r:r + 16, c:c + 16]), atol=1e-12)
+        expected[r:r + 16, c:c + 16] += patch.adjoint(weights)
+    np.testing.assert_allclose(op.adjoint(y), expected, atol=1e-12)
+
+
 def test_each_site_sees_its_own_patch(pattern):
     rng = np.random.default_rng(2)
     image = rng.random((24, 40))

@@ -201,6 +201,29 @@ def thread_pool():
     return _POOLS[n_threads]
 
 
+def map_parallel(function, items):
+    """``[function(item) for item in items]``, the first in the calling thread, the others in :func:`thread_pool`.
+
+    The caller would only wait otherwise; each item handed to the pool costs
+    a thread wake-up (tens of microseconds on a loaded machine), so a solver
+    iteration that splits its work in two hands over half as many.
+
+    Examples
+    --------
+    >>> map_parallel(lambda v: v * v, [1, 2, 3])
+    [1, 4, 9]
+    """
+    items = list(items)
+    if len(items) < 2:
+        return [function(item) for item in items]
+    futures = [thread_pool().submit(function, item) for item in items[1:]]
+    try:
+        first = function(items[0])
+    finally:
+        others = [future.result() for future in futures]
+    return [first, *others]
+
+
 class BatchedSolver:
     """Driver shared by the batched solvers: backend choice, ``steps``/``run`` and the step loop.
 

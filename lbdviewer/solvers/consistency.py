@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from lbdviewer.operators import sign_with_ties
-from lbdviewer.solvers.base import SolverState, frozen_copy, thread_pool
+from lbdviewer.solvers.base import SolverState, frozen_copy, map_parallel
 
 DEFAULT_MARGIN = 2.0 / 255.0
 DEFAULT_SMOOTHNESS = 8e-4
@@ -408,8 +408,7 @@ class SignConsistency:
             return (tv, *_curvature_pass(x, x_old, flat, gradient_old, *memory, row, bounds[0] * width,
                                          bounds[1] * width, previous is not None))
 
-        parts = (list(thread_pool().map(rows, self._row_ranges)) if len(self._row_ranges) > 1
-                 else [rows(self._row_ranges[0])])
+        parts = map_parallel(rows, self._row_ranges)
         value += self.smoothness * sum(part[0] for part in parts)
         if memory is None:
             return value, flat, consistency, None, None
@@ -476,9 +475,7 @@ class SignConsistency:
             return _direction_pass(x, gradient, *memory, coef_s, coef_y, gamma, bounds[0] * width, bounds[1] * width,
                                    out)
 
-        if len(self._row_ranges) > 1:
-            return sum(thread_pool().map(rows, self._row_ranges))
-        return rows(self._row_ranges[0])
+        return sum(map_parallel(rows, self._row_ranges))
 
     def run(self):
         """Run to the end and return the last :class:`SolverState`."""
