@@ -717,6 +717,7 @@ class JointOperator:
         self.kernel = kernel
         self._build_tables(backend)
         self._norm = None
+        self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
 
     # -- construction ---------------------------------------------------
     def _build_tables(self, backend):
@@ -892,16 +893,20 @@ class JointOperator:
         return x.astype(self.dtype, copy=False)
 
     def _chunks(self):
-        """Bounds, in blocks, of the block ranges run in parallel (one range below ``PARALLEL_MIN_SITES`` sites a thread)."""
-        n_sites = len(self.sites)
-        n_chunks = min(numba.get_num_threads(), max(1, n_sites // PARALLEL_MIN_SITES))
-        return np.unique(np.searchsorted(self._block_start, np.linspace(0, n_sites, n_chunks + 1).astype(np.int64)))
+        """Block ranges ``(index, lo, hi)`` run in parallel: one a thread, each ``PARALLEL_MIN_SITES`` sites or more."""
+        n_threads = numba.get_num_threads()
+        if self._ranges[0] != (n_threads, PARALLEL_MIN_SITES):
+            n_sites = len(self.sites)
+            n_chunks = min(n_threads, max(1, n_sites // PARALLEL_MIN_SITES))
+            bounds = np.unique(np.searchsorted(self._block_start,
+                                               np.linspace(0, n_sites, n_chunks + 1).astype(np.int64)))
+            self._ranges = ((n_threads, PARALLEL_MIN_SITES),
+                            [(index, int(lo), int(hi)) for index, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))])
+        return self._ranges[1]
 
     def _run_blocks(self, chunk):
         """``[chunk(index, lo, hi)]`` over the block ranges, all but the first in the pool (:func:`map_parallel`)."""
-        bounds = self._chunks()
-        tasks = [(index, bounds[index], bounds[index + 1]) for index in range(len(bounds) - 1)]
-        return map_parallel(lambda task: chunk(*task), tasks)
+        return map_parallel(lambda task: chunk(*task), self._chunks())
 
     def _back_project(self, kernel, *args):
         """Run ``kernel(*args, <blocks>, lo, hi, <tables>, out_x, out_planes)`` over the block ranges.

@@ -8,7 +8,7 @@ from lbdviewer.operators import sign_with_ties
 from lbdviewer.patterns import Pattern, make_pattern
 from lbdviewer.reconstruct import _coarse_to_dense, describe_sites, pair_separations, reconstruct_image
 from lbdviewer.sites import grid_sites
-from lbdviewer.solvers.consistency import (HISTORY, SignConsistency, _curvature_pass, _direction_pass,
+from lbdviewer.solvers.consistency import (FIRST_STEP, HISTORY, SignConsistency, _curvature_pass, _direction_pass,
                                            compact_coefficients, remember_pair, smoothed_total_variation)
 
 
@@ -88,7 +88,7 @@ def test_compact_direction_equals_the_two_loop_recursion():
     assert np.isclose(slope, gradient.astype(np.float64) @ direction, rtol=1e-4) and slope < 0
     steepest = compact_coefficients([], sty, yty, dots[2:], largest)
     _direction_pass(x, gradient, *memory, *steepest, 0, n, direction)
-    np.testing.assert_allclose(direction, -projected / np.abs(projected).max(), rtol=1e-6)
+    np.testing.assert_allclose(direction, -FIRST_STEP * projected / np.abs(projected).max(), rtol=1e-6)
 
 
 def test_flat_image_with_tie_bits_stays_flat():

@@ -118,7 +118,7 @@ def test_site_ranges_in_parallel_give_the_serial_results(pattern, monkeypatch):
     serial = everything()
     monkeypatch.setattr(joint, "PARALLEL_MIN_SITES", 1)
     monkeypatch.setattr(joint.numba, "get_num_threads", lambda: 3)
-    assert len(op._chunks()) == 4
+    assert len(op._chunks()) == 3
     parallel = everything()
     np.testing.assert_array_equal(parallel[0], serial[0])
     np.testing.assert_allclose(parallel[1], serial[1], atol=1e-12)

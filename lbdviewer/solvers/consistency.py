@@ -39,6 +39,7 @@ MAX_BACKTRACKS = 30
 PROJECTED_GRADIENT_TOLERANCE = 1e-5  # stop tests as in SciPy's L-BFGS-B defaults
 RELATIVE_DECREASE_TOLERANCE = 1e7 * np.finfo(float).eps
 CURVATURE_TOLERANCE = 1e-10
+FIRST_STEP = 1.0 / 16  # largest pixel change of a steepest-descent step (a step of 1 overshoots: 4 backtracks)
 PASS_CHUNK = 4096  # pixels a vector pass handles at a time (stays in the first-level caches)
 PARALLEL_MIN_PIXELS = 65536  # smaller images run the vector passes in the calling thread
 
@@ -176,7 +177,7 @@ def compact_coefficients(order, sty, yty, projected_dots, largest):
     projected_dots : ndarray, shape (2, R)
         ``S_r . p`` and ``Y_r . p``.
     largest : float
-        ``max |p|``: with no pairs the direction is ``-p / max |p|``.
+        ``max |p|``: with no pairs the direction is ``-FIRST_STEP p / max |p|``.
 
     Returns
     -------
@@ -193,7 +194,7 @@ def _compact_coefficients(order, sty, yty, projected_dots, largest):
     rows, k = sty.shape[0], order.shape[0]
     coef_s, coef_y = np.zeros(rows), np.zeros(rows)
     if k == 0:
-        return coef_s, coef_y, 1.0 / max(largest, 1e-30)
+        return coef_s, coef_y, FIRST_STEP / max(largest, 1e-30)
     newest = order[k - 1]
     gamma = sty[newest, newest] / yty[newest, newest]
     v = np.zeros(k)
