@@ -79,6 +79,30 @@ def _plane_index(position, layout):
 
 
 @numba.njit(cache=True, nogil=True)
+def _reorder_phases(planes, phased, layout, forward):
+    """Copy row-major ``planes`` into the polyphase ``phased`` (``forward``) or back (padding written as 0 / dropped).
+
+    Row by row: an image row and its ``P`` phase rows stay in the first-level cache.
+    """
+    width, phases, per_phase = layout[0], layout[1], layout[2]
+    height = planes.shape[1] // width
+    for g in range(planes.shape[0]):
+        for r in range(height):
+            row = planes[g, r * width:(r + 1) * width]
+            for phase in range(phases):
+                start = (r * phases + phase) * per_phase
+                target = phased[g, start:start + per_phase]
+                count = (width - phase + phases - 1) // phases  # columns phase, phase + P, ... inside the image
+                if forward:
+                    for k in range(count):
+                        target[k] = row[k * phases + phase]
+                    target[count:] = 0.0
+                else:
+                    for k in range(count):
+                        row[k * phases + phase] = target[k]
+
+
+@numba.njit(cache=True, nogil=True)
 def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                  field_offset, tap_start, tap_offset, tap_weight, means):
     """``means[f - f0, j]``: mean of field ``f`` at site ``s0 + j``, for the ``n`` sites of a block.
@@ -840,22 +864,19 @@ class JointOperator:
 
     def _to_phases(self, planes):
         """Row-major planes ``(n, H W)`` in the polyphase layout of :func:`_plane_index` (unchanged if ``P = 1``)."""
-        width, phases, per_phase = (int(v) for v in self._layout)
-        if phases == 1:
+        if self._layout[1] == 1:
             return planes
-        padded = np.zeros((len(planes), self._shape2d[0], per_phase * phases), dtype=self.dtype)
-        padded[:, :, :width] = planes.reshape(len(planes), *self._shape2d)
-        return padded.reshape(len(planes), self._shape2d[0], per_phase, phases).transpose(0, 1, 3, 2).reshape(
-            len(planes), -1)
+        out = np.empty((len(planes), self._shape2d[0] * self._layout[1] * self._layout[2]), dtype=self.dtype)
+        _reorder_phases(planes, out, self._layout, True)
+        return out
 
     def _from_phases(self, planes):
         """Inverse of :meth:`_to_phases` (the padding columns are dropped)."""
-        width, phases, per_phase = (int(v) for v in self._layout)
-        if phases == 1:
+        if self._layout[1] == 1:
             return planes
-        grid = planes.reshape(len(planes), self._shape2d[0], phases, per_phase).transpose(0, 1, 3, 2)
-        return np.ascontiguousarray(grid.reshape(len(planes), self._shape2d[0], -1)[:, :, :width]).reshape(
-            len(planes), -1)
+        out = np.empty((len(planes), self._shape2d[0] * self._shape2d[1]), dtype=self.dtype)
+        _reorder_phases(out, planes, self._layout, False)
+        return out
 
     def _unfilter(self, out_filtered, out_corners, out_x, rows):
         """Add the adjoint of :meth:`_filter` applied to the planes and integral-image corners to the flat ``out_x``.
