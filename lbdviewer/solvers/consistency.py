@@ -80,19 +80,23 @@ def _curvature_pass(x, x_old, gradient, gradient_old, s_memory, y_memory, row, l
         for r in range(rows):
             sr, yr = s_memory[r, c0:c1], y_memory[r, c0:c1]
             if store:
-                a0 = a1 = zero
-                for i in range(p.shape[0]):
-                    a0 += sr[i] * y[i]
-                    a1 += yr[i] * y[i]
-                dots[0, r] += a0
-                dots[1, r] += a1
-            a2 = a3 = zero
-            for i in range(p.shape[0]):
-                a2 += sr[i] * p[i]
-                a3 += yr[i] * p[i]
-            dots[2, r] += a2
-            dots[3, r] += a3
+                with_y = _chunk_dots(sr, yr, y)
+                dots[0, r] += with_y[0]
+                dots[1, r] += with_y[1]
+            with_p = _chunk_dots(sr, yr, p)
+            dots[2, r] += with_p[0]
+            dots[3, r] += with_p[1]
     return dots, largest
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, inline="always")
+def _chunk_dots(a, b, v):
+    """``(a . v, b . v)`` of one chunk, summed in the vectors' precision (a chunk is short)."""
+    first, second = v.dtype.type(0.0), v.dtype.type(0.0)
+    for i in range(v.shape[0]):
+        first += a[i] * v[i]
+        second += b[i] * v[i]
+    return first, second
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
