@@ -62,6 +62,7 @@ TIE_ATOL = 0.5 / 255  # half an 8-bit grey level: smaller differences are invisi
 BOX_PLANE_READS_PER_PIXEL = 1.0  # a box read less often than this is read as 4 corners of the integral image
 INTEGRAL = -2  # ``field_group`` of a box read from the integral image (-1: taps of the image)
 MAX_PHASES = 64  # planes are polyphase for grid spacings up to this (wider ones are sparse: read in place)
+SMALL_STENCIL = 25  # stencils of at most this many weights are filtered by compiled row sweeps, larger ones by OpenCV
 
 
 @numba.njit(cache=True, nogil=True)
@@ -100,6 +101,57 @@ def _reorder_phases(planes, phased, layout, forward):
                 else:
                     for k in range(count):
                         row[k * phases + phase] = target[k]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _correlate_phased(image, stencil, layout, plane):
+    """``plane`` (laid out as :func:`_plane_index` says) = ``image`` correlated with ``stencil``.
+
+    ``plane[r, c] = sum_ij stencil[i, j] image[r + i, c + j]``, zero outside
+    the image (OpenCV's ``filter2D`` with the anchor at the stencil's top
+    left and a constant border), a row at a time in loops that vectorise,
+    written straight into the polyphase layout. For small stencils.
+    """
+    height, width = image.shape
+    phases, per_phase = layout[1], layout[2]
+    row = np.empty(width, dtype=plane.dtype)
+    for r in range(height):
+        row[:] = 0.0
+        for i in range(min(stencil.shape[0], height - r)):
+            source = image[r + i]
+            for j in range(min(stencil.shape[1], width)):
+                weight, shifted = stencil[i, j], source[j:]
+                for c in range(width - j):
+                    row[c] += weight * shifted[c]
+        for phase in range(phases):
+            start = (r * phases + phase) * per_phase
+            target = plane[start:start + per_phase]
+            count = (width - phase + phases - 1) // phases
+            for k in range(count):
+                target[k] = row[k * phases + phase]
+            target[count:] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _correlate_phased_adjoint(plane, stencil, layout, row_lo, row_hi, out):
+    """Adds the adjoint of :func:`_correlate_phased` applied to ``plane`` to the flat image ``out``.
+
+    ``plane`` must be zero outside rows ``row_lo..row_hi``; those are skipped.
+    """
+    width, phases, per_phase = layout[0], layout[1], layout[2]
+    height = out.shape[0] // width
+    row = np.empty(width, dtype=plane.dtype)
+    for r in range(max(row_lo, 0), min(row_hi, height)):
+        for phase in range(phases):
+            start = (r * phases + phase) * per_phase
+            source = plane[start:start + per_phase]
+            for k in range((width - phase + phases - 1) // phases):
+                row[k * phases + phase] = source[k]
+        for i in range(min(stencil.shape[0], height - r)):
+            for j in range(min(stencil.shape[1], width)):
+                weight, target = stencil[i, j], out[(r + i) * width + j:(r + i + 1) * width]
+                for c in range(width - j):
+                    target[c] += weight * row[c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -850,17 +902,27 @@ class JointOperator:
         Box planes are computed from the integral image, which boxes marked
         ``INTEGRAL`` also read (a 1-element stand-in when nothing does).
         """
-        # Not zeroed: box planes leave out only positions that no field reads.
-        n_planes = len(self._stencils) + len(self._boxes)
-        planes = np.empty((n_planes, image.size), dtype=self.dtype) if n_planes else self._new_planes()
-        for plane, stencil in zip(planes, self._stencils):
-            plane[:] = cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT).ravel()
+        n_stencils = len(self._stencils)
+        if n_stencils + len(self._boxes) == 0:
+            return self._new_planes(), (_integral(image) if self._uses_integral else np.zeros((1, 1))).ravel()
+        size = self._shape2d[0] * int(self._layout[1] * self._layout[2])
+        planes = np.empty((n_stencils + len(self._boxes), size), dtype=self.dtype)
+        for k, stencil in enumerate(self._stencils):
+            # In the calling thread: handing half of it to another thread costs about what it saves.
+            if stencil.size <= SMALL_STENCIL:
+                _correlate_phased(image, stencil, self._layout, planes[k])
+            else:
+                plane = cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT)
+                planes[k:k + 1] = self._to_phases(plane.reshape(1, -1))
         integral = _integral(image) if self._uses_integral else np.zeros((1, 1))
         if len(self._boxes):
-            boxes, split = planes[len(self._stencils):], (len(self._boxes) + 1) // 2
+            # Not zeroed: box planes leave out only positions that no field reads.
+            boxes, split = np.empty((len(self._boxes), image.size), dtype=self.dtype), (len(self._boxes) + 1) // 2
             halves = (slice(0, split), slice(split, None))  # two halves in parallel, written in place
             map_parallel(lambda half: _box_planes(integral, self._boxes[half], boxes[half]), halves)
-        return self._to_phases(planes) if n_planes else planes, integral.ravel()
+            planes[n_stencils:] = self._to_phases(boxes)
+        return planes, integral.ravel()
+
 
     def _to_phases(self, planes):
         """Row-major planes ``(n, H W)`` in the polyphase layout of :func:`_plane_index` (unchanged if ``P = 1``)."""
@@ -884,17 +946,20 @@ class JointOperator:
         ``rows``: ``(first, stop)``, the rows outside which the planes are
         zero and the corners' boxes lie.
         """
-        if len(self._stencils) + len(self._boxes):
-            out_filtered = self._from_phases(out_filtered)
-        for stencil, plane in zip(self._stencils, out_filtered):
+        n_stencils = len(self._stencils)
+        for k, stencil in enumerate(self._stencils):
+            if stencil.size <= SMALL_STENCIL:
+                _correlate_phased_adjoint(out_filtered[k], stencil, self._layout, *rows, out_x)
+                continue
             h, w = stencil.shape
-            flipped = np.ascontiguousarray(stencil[::-1, ::-1])
-            out_x += cv2.filter2D(plane.reshape(self._shape2d), -1, flipped, anchor=(w - 1, h - 1),
+            plane = self._from_phases(out_filtered[k:k + 1]).reshape(self._shape2d)
+            out_x += cv2.filter2D(plane, -1, np.ascontiguousarray(stencil[::-1, ::-1]), anchor=(w - 1, h - 1),
                                   borderType=cv2.BORDER_CONSTANT).ravel()
         if self._uses_integral:
             corners = out_corners.reshape(self._shape2d[0] + 1, self._shape2d[1] + 1)
             if len(self._boxes):
-                _box_corners(out_filtered[len(self._stencils):], self._boxes, self._shape2d[1], *rows, corners)
+                _box_corners(self._from_phases(out_filtered[n_stencils:]), self._boxes, self._shape2d[1], *rows,
+                             corners)
             _integral_adjoint(corners, *rows, out_x)
 
     def _new_planes(self):

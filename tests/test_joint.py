@@ -32,6 +32,27 @@ def test_dot_test_on_overlapping_grid(pattern, backend):
     assert abs(np.vdot(op.forward(x), y) - np.vdot(x, op.adjoint(y))) < 1e-10 * np.abs(y).sum()
 
 
+def assert_sites_see_their_patches(op, image, patch, rng):
+    """``op`` gives every site the descriptor of its patch, and its adjoint puts ``L^T y`` back there."""
+    size = patch.pattern.patch_size
+    y, expected = rng.standard_normal(op.range_shape), np.zeros_like(image)
+    for (r, c), row, weights in zip(op.sites, op.forward(image), y):
+        np.testing.assert_allclose(row, patch.forward(image[r:r + size, c:c + size]), atol=1e-12)
+        expected[r:r + size, c:c + size] += patch.adjoint(weights)
+    np.testing.assert_allclose(op.adjoint(y), expected, atol=1e-11)
+
+
+@pytest.mark.parametrize("offset", [1, 2])
+def test_large_gaussian_stencils_filtered_by_opencv_give_each_sites_patch(offset):
+    rng = np.random.default_rng(16)
+    pattern, shape = make_pattern("freak", patch_size=16, m=64), (64, 72)
+    image, sites = rng.random(shape), grid_sites(shape, patch_size=16, offset=offset)
+    op = JointOperator(shape, sites, pattern, kernel="gaussian", dtype=np.float64)
+    sizes = [stencil.size for stencil in op._stencils]
+    assert min(sizes) <= joint.SMALL_STENCIL < max(sizes) and op._layout[1] == offset  # both filter paths
+    assert_sites_see_their_patches(op, image, DescriptorOperator(pattern, kernel="gaussian", dtype=np.float64), rng)
+
+
 @pytest.mark.parametrize("backend", ["filtered", "auto"])
 def test_grid_planes_stored_polyphase_give_each_sites_patch(pattern, backend):
     rng = np.random.default_rng(15)
@@ -40,13 +61,7 @@ def test_grid_planes_stored_polyphase_give_each_sites_patch(pattern, backend):
     op = JointOperator(image.shape, sites, pattern, backend=backend, dtype=np.float64)
     if op.n_filters:
         assert op._layout.tolist() == [37, 5, 8]
-    patch = DescriptorOperator(pattern, dtype=np.float64)
-    y = rng.standard_normal(op.range_shape)
-    expected = np.zeros_like(image)
-    for (r, c), row, weights in zip(sites, op.forward(image), y):
-        np.testing.assert_allclose(row, patch.forward(image[r:r + 16, c:c + 16]), atol=1e-12)
-        expected[r:r + 16, c:c + 16] += patch.adjoint(weights)
-    np.testing.assert_allclose(op.adjoint(y), expected, atol=1e-12)
+    assert_sites_see_their_patches(op, image, DescriptorOperator(pattern, dtype=np.float64), rng)
 
 
 def test_each_site_sees_its_own_patch(pattern):
