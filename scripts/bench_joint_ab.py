@@ -1,0 +1,107 @@
+"""The joint solve against another git revision, interleaved in one process.
+
+This machine's speed drifts by up to 30 % over minutes, so two runs one after
+the other can disagree by more than the change being measured. This script
+loads ``lbdviewer`` as of ``REV`` (``git archive``, imports renamed to
+``lbdviewer_rev``, under ``lbdviewer``'s cache directory, one per commit, so
+numba's compiled kernels are kept) beside the working tree's, builds
+the same problem for both (the 512x512 ``camera`` sample, 32x32 patches,
+offset 8, M = 512 bits, :func:`lbdviewer.reconstruct.joint_consistency_steps`
+with its default 200 iterations), runs each once to compile and warm up, then
+alternates ``--chunk`` iterations of one and of the other until both finish,
+``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
+``working tree / REV`` is the figure to quote.
+
+Usage: ``python scripts/bench_joint_ab.py REV [--descriptor brief|freak] [--image NAME] [--rounds 3] [--chunk 10]``
+(the first run for a commit compiles its kernels: about a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RENAMED = "lbdviewer_rev"
+
+
+def export_revision(rev):
+    """The directory holding ``lbdviewer/`` as of ``rev`` as the package ``lbdviewer_rev`` (written once a commit)."""
+    from lbdviewer.calibration import cache_dir
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    directory = cache_dir() / "bench-joint-ab" / commit
+    package = directory / RENAMED
+    if not package.is_dir():
+        directory.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "lbdviewer"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
+        pattern = re.compile(r"\blbdviewer(?=[. ])")
+        for path in (directory / "lbdviewer").rglob("*.py"):
+            path.write_text(pattern.sub(RENAMED, path.read_text()))
+        (directory / "lbdviewer").rename(package)
+    return directory
+
+
+def make_solve(package, image, descriptor):
+    """A function returning a fresh ``joint_consistency_steps`` generator of ``package`` on ``image``."""
+    patterns = importlib.import_module(f"{package}.patterns")
+    reconstruct = importlib.import_module(f"{package}.reconstruct")
+    sites = importlib.import_module(f"{package}.sites").grid_sites(image.shape, patch_size=32, offset=8)
+    pattern = patterns.make_pattern(descriptor, patch_size=32, m=512)
+    operators, joint = importlib.import_module(f"{package}.operators"), importlib.import_module(f"{package}.joint")
+    bits = operators.unpack_bits(reconstruct.describe_sites(image, sites, pattern), pattern.m)
+    operator = joint.JointOperator(image.shape, sites, pattern)
+    return lambda: reconstruct.joint_consistency_steps(operator, bits)
+
+
+def interleave(solves, rounds, chunk):
+    """Seconds of a whole solve of each, its iterations run ``chunk`` at a time in turn with the others'."""
+    totals = {name: 0.0 for name in solves}
+    for _ in range(rounds):
+        running = {name: solve() for name, solve in solves.items()}
+        while running:
+            for name in list(running):
+                started = time.perf_counter()
+                for _ in range(chunk):
+                    if next(running[name], None) is None:
+                        del running[name]
+                        break
+                totals[name] += time.perf_counter() - started
+    return {name: total / rounds for name, total in totals.items()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rev", help="git revision to compare the working tree with")
+    parser.add_argument("--descriptor", default="brief", choices=("brief", "freak"))
+    parser.add_argument("--image", default="camera", help="sample image name (default camera)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chunk", type=int, default=10, help="iterations run in a row (default 10)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from lbdviewer.io import sample_image
+
+    image = sample_image(args.image)
+    sys.path.insert(0, str(export_revision(args.rev)))
+    solves = {args.rev: make_solve(RENAMED, image, args.descriptor),
+              "working tree": make_solve("lbdviewer", image, args.descriptor)}
+    for solve in solves.values():  # compile (a commit's first run) and warm up
+        for _ in solve():
+            pass
+    seconds = interleave(solves, args.rounds, args.chunk)
+    for name, value in seconds.items():
+        print(f"{name:>14}: {value:.3f} s a solve ({args.descriptor}, {args.image}, offset 8, 200 iterations)")
+    print(f"working tree / {args.rev}: {seconds['working tree'] / seconds[args.rev]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
