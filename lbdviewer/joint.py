@@ -34,8 +34,9 @@ block at once, and gradients go back the same way. The data terms of BIHT
 (:meth:`JointOperator.binary_gradient`) and of the sign-consistency solver
 (:meth:`JointOperator.squared_hinge`) are fused with their back-projection
 and read the bits packed, 8 a byte, so memory is ``O(HW + S M / 8)``. Block
-ranges run in the solvers' shared thread pool (``nogil`` kernels); each range
-back-projects into its own image.
+ranges run in parallel, the first in the calling thread and the others in
+the solvers' shared pool (``nogil`` kernels, :func:`lbdviewer.solvers.base.map_parallel`);
+each range back-projects into its own image.
 
 Sites may carry their own patterns (rotated or scaled keypoint patterns,
 different patch sizes); all patterns must have the same number of
@@ -903,8 +904,9 @@ class JointOperator:
         ``INTEGRAL`` also read (a 1-element stand-in when nothing does).
         """
         n_stencils = len(self._stencils)
+        integral = _integral(image) if self._uses_integral else np.zeros((1, 1))
         if n_stencils + len(self._boxes) == 0:
-            return self._new_planes(), (_integral(image) if self._uses_integral else np.zeros((1, 1))).ravel()
+            return self._new_planes(), integral.ravel()
         size = self._shape2d[0] * int(self._layout[1] * self._layout[2])
         planes = np.empty((n_stencils + len(self._boxes), size), dtype=self.dtype)
         for k, stencil in enumerate(self._stencils):
@@ -914,7 +916,6 @@ class JointOperator:
             else:
                 plane = cv2.filter2D(image, -1, stencil, anchor=(0, 0), borderType=cv2.BORDER_CONSTANT)
                 planes[k:k + 1] = self._to_phases(plane.reshape(1, -1))
-        integral = _integral(image) if self._uses_integral else np.zeros((1, 1))
         if len(self._boxes):
             # Not zeroed: box planes leave out only positions that no field reads.
             boxes, split = np.empty((len(self._boxes), image.size), dtype=self.dtype), (len(self._boxes) + 1) // 2
