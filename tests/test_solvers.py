@@ -385,7 +385,7 @@ def test_primal_dual_accepts_bits(small):
 
 
 def test_compiled_top_k_keeps_what_numpy_keeps():
-    from lbdviewer.solvers.base import keep_largest, keep_largest_inplace
+    from lbdviewer.solvers._kernels import keep_largest, keep_largest_inplace
 
     rng = np.random.default_rng(11)
     for trial in range(60):

@@ -56,7 +56,7 @@ from lbdviewer.joint._kernels import (
     _correlate_phased_adjoint, _forward_blocks, _integral, _integral_adjoint, _reorder_phases)
 from lbdviewer.joint._tables import build_tables
 from lbdviewer.patterns.base import Pattern
-from lbdviewer.solvers.base import map_parallel
+from lbdviewer.parallel import map_parallel
 
 BACKENDS = ("auto", "direct", "filtered")
 PARALLEL_MIN_SITES = 64  # fewer sites run in the calling thread

@@ -31,23 +31,11 @@ from scipy import sparse
 from ..operators import sign_with_ties
 from ..projections import mean_box_projection_inplace
 from ..wavelets import haar_adjoint_inplace, haar_forward_inplace
-from .base import (
-    CONSTRAINT_CODES,
-    BatchedSolver,
-    SolverState,
-    check_data,
-    check_positive,
-    differs,
-    flat_start,
-    frozen_copy,
-    keep_largest,
-    keep_largest_inplace,
-    project_inplace,
-    project_rows,
-    run_rows,
-    sparse_adjoint,
-    sparse_forward,
-)
+from ..parallel import run_rows
+from ._kernels import differs, keep_largest, keep_largest_inplace, project_inplace
+from ._sparse import sparse_adjoint, sparse_forward
+from .base import CONSTRAINT_CODES, BatchedSolver, check_data, check_positive, flat_start, project_rows
+from .state import SolverState, frozen_copy
 
 _CELLS = weakref.WeakKeyDictionary()  # operator -> {(domain shape, transform kind): CellSpace}
 

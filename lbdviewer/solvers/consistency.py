@@ -28,7 +28,8 @@ import numba
 import numpy as np
 
 from lbdviewer.operators import sign_with_ties
-from lbdviewer.solvers.base import SolverState, frozen_copy, map_parallel
+from lbdviewer.parallel import map_parallel
+from lbdviewer.solvers.state import SolverState, frozen_copy
 
 DEFAULT_MARGIN = 2.0 / 255.0
 DEFAULT_SMOOTHNESS = 8e-4
