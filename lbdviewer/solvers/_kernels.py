@@ -1,4 +1,7 @@
-"""Compiled pieces the fused solver paths share: hard thresholding, projections, lane access, Haar on lanes."""
+"""Compiled pieces the fused solver paths share: hard thresholding, projections, lane access.
+
+The lane layout (:data:`LANES`) and the Haar transform on lanes live in :mod:`lbdviewer.wavelets`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import numba
 import numpy as np
 
 from lbdviewer.projections import mean_box_projection_inplace
-from lbdviewer.wavelets import level_shapes
+from lbdviewer.wavelets import LANES
 
 
 @numba.njit(cache=True, nogil=True)
@@ -120,7 +123,6 @@ def keep_largest_inplace(c, k, magnitude):
 # vectorises: numba turns off LLVM's straight-line vectoriser), and the sparse
 # gathers and scatters move LANES independent values per index.
 
-LANES = 8  # one AVX2 register of float32
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -144,149 +146,3 @@ def lanes_differ(a, b, k):
         if a[q] != b[q]:
             return True
     return False
-
-
-_HAAR_SCALE = np.float32(1.0 / np.sqrt(2.0))  # as lbdviewer.wavelets computes it
-
-
-@numba.njit(cache=True, nogil=True)
-def haar_forward_lanes(source, a, block, height, width):
-    """``a`` = :func:`~lbdviewer.wavelets.haar_forward_inplace` of ``source``, ``LANES`` interleaved images.
-
-    Same levels and arithmetic (bit for bit); each split goes between ``a``
-    (``source`` at the first level) and the scratch ``block`` (the current
-    ``h x w`` block, rows of ``w``) instead of through a copy.
-    """
-    h = height
-    w = width
-    while h > 1 or w > 1:
-        if w > 1:
-            _split_rows(source, width, block, w, h, w)
-        else:
-            _copy_block(source, width, block, w, h, w)
-        source = a
-        if h > 1:
-            _split_cols(block, w, a, width, h, w)
-        else:
-            _copy_block(block, w, a, width, h, w)
-        h = (h + 1) // 2
-        w = (w + 1) // 2
-
-
-@numba.njit(cache=True, nogil=True)
-def haar_adjoint_lanes(a, block, height, width):
-    """In-place :func:`~lbdviewer.wavelets.haar_adjoint_inplace` of ``LANES`` interleaved images.
-
-    ``block`` is scratch of the size of ``a``; bit for bit the same arithmetic.
-    """
-    heights, widths = level_shapes(height, width)
-    for level in range(heights.shape[0] - 1, -1, -1):
-        h, w = heights[level], widths[level]
-        if h > 1:
-            _merge_cols(a, width, block, w, h, w)
-        else:
-            _copy_block(a, width, block, w, h, w)
-        if w > 1:
-            _merge_rows(block, w, a, width, h, w)
-        else:
-            _copy_block(block, w, a, width, h, w)
-
-
-# The four steps of a Haar level below read ``source`` (rows of ``source_width``
-# pixels) and write ``target`` (rows of ``target_width``); they transform the
-# top-left ``h x w`` block. A pair (u, v) gives ((u + v), (u - v)) / sqrt(2).
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _copy_block(source, source_width, target, target_width, h, w):
-    for row in range(h):
-        line = source[row * source_width * LANES: (row * source_width + w) * LANES]
-        out = target[row * target_width * LANES:]
-        for q in range(line.shape[0]):
-            out[q] = line[q]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _split_rows(source, source_width, target, target_width, h, w):
-    """Pairs of columns: sums to the left half, differences to the right."""
-    pairs = w // 2
-    n_low = w - pairs
-    for row in range(h):
-        line = row * source_width * LANES
-        out = row * target_width * LANES
-        for j in range(pairs):
-            u = line + 2 * j * LANES
-            low = out + j * LANES
-            high = out + (n_low + j) * LANES
-            for k in range(LANES):
-                first = source[u + k]
-                second = source[u + LANES + k]
-                target[low + k] = (first + second) * _HAAR_SCALE
-                target[high + k] = (first - second) * _HAAR_SCALE
-        if w % 2:  # the unpaired last column ends the left half
-            for k in range(LANES):
-                target[out + pairs * LANES + k] = source[line + (w - 1) * LANES + k]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _split_cols(source, source_width, target, target_width, h, w):
-    """Pairs of rows: sums to the top half, differences to the bottom."""
-    pairs = h // 2
-    n_low = h - pairs
-    size = w * LANES
-    for i in range(pairs):
-        first = source[2 * i * source_width * LANES:]
-        second = source[(2 * i + 1) * source_width * LANES:]
-        low = target[i * target_width * LANES:]
-        high = target[(n_low + i) * target_width * LANES:]
-        for q in range(size):
-            low[q] = (first[q] + second[q]) * _HAAR_SCALE
-            high[q] = (first[q] - second[q]) * _HAAR_SCALE
-    if h % 2:
-        last = source[(h - 1) * source_width * LANES:]
-        low = target[pairs * target_width * LANES:]
-        for q in range(size):
-            low[q] = last[q]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _merge_rows(source, source_width, target, target_width, h, w):
-    """Inverse of :func:`_split_rows`."""
-    pairs = w // 2
-    n_low = w - pairs
-    for row in range(h):
-        line = row * source_width * LANES
-        out = row * target_width * LANES
-        for j in range(pairs):
-            low = line + j * LANES
-            high = line + (n_low + j) * LANES
-            u = out + 2 * j * LANES
-            for k in range(LANES):
-                lo = source[low + k]
-                hi = source[high + k]
-                target[u + k] = (lo + hi) * _HAAR_SCALE
-                target[u + LANES + k] = (lo - hi) * _HAAR_SCALE
-        if w % 2:
-            for k in range(LANES):
-                target[out + (w - 1) * LANES + k] = source[line + pairs * LANES + k]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _merge_cols(source, source_width, target, target_width, h, w):
-    """Inverse of :func:`_split_cols`."""
-    pairs = h // 2
-    n_low = h - pairs
-    size = w * LANES
-    for i in range(pairs):
-        low = source[i * source_width * LANES:]
-        high = source[(n_low + i) * source_width * LANES:]
-        first = target[2 * i * target_width * LANES:]
-        second = target[(2 * i + 1) * target_width * LANES:]
-        for q in range(size):
-            first[q] = (low[q] + high[q]) * _HAAR_SCALE
-            second[q] = (low[q] - high[q]) * _HAAR_SCALE
-    if h % 2:
-        middle = source[pairs * source_width * LANES:]
-        last = target[(h - 1) * target_width * LANES:]
-        for q in range(size):
-            last[q] = middle[q]

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 from scipy import sparse
 
-from lbdviewer.solvers._kernels import LANES
+from lbdviewer.wavelets import LANES
 
 _FACTORS = weakref.WeakKeyDictionary()  # operator -> (domain shape, SparseFactors)
 
