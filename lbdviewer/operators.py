@@ -28,6 +28,7 @@ import numba
 import numpy as np
 from scipy import sparse
 
+from lbdviewer.linear import power_norm
 from lbdviewer.patterns.base import Pattern
 
 BACKENDS = ("auto", "dense", "sparse", "fields", "integral")
@@ -390,6 +391,11 @@ class DescriptorOperator:
 
     domain_shape = patch_shape
 
+    @property
+    def range_shape(self):
+        """``(M,)``: the shape :meth:`forward` returns in its last axis."""
+        return (self.pattern.m,)
+
     def __repr__(self):
         return (
             f"DescriptorOperator({self.pattern.name!r}, P={self.pattern.patch_size}, "
@@ -578,16 +584,7 @@ class DescriptorOperator:
     @cached_property
     def _norm(self):
         matrix = (self._pairs @ self._kernels).tocsr()
-        vector = np.random.default_rng(0).standard_normal(self.n)
-        value = 0.0
-        for _ in range(200):
-            vector = matrix.T @ (matrix @ vector)
-            new_value = np.linalg.norm(vector)
-            vector /= new_value
-            if abs(new_value - value) <= 1e-10 * new_value:
-                break
-            value = new_value
-        return float(np.sqrt(new_value))
+        return power_norm(lambda v: matrix @ v, lambda r: matrix.T @ r, (self.n,), iterations=200, rtol=1e-10)
 
     def norm_estimate(self):
         """Spectral norm ``||L||_2`` by the power method (cached)."""

@@ -128,6 +128,13 @@ class HaarTransform:
         self.size = int(np.prod(shape))
         self._levels = _level_sizes(self._shape2d)
 
+    @property
+    def domain_shape(self):
+        """The image shape: the transform maps it to coefficients of the same shape."""
+        return self.shape
+
+    range_shape = domain_shape
+
     def __repr__(self):
         return f"HaarTransform(shape={self.shape!r})"
 

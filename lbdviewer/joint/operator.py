@@ -45,8 +45,6 @@ measurements ``M``.
 
 from __future__ import annotations
 
-import math
-
 import cv2
 import numba
 import numpy as np
@@ -56,6 +54,7 @@ from lbdviewer.joint._kernels import (
     _correlate_phased_adjoint, _forward_blocks, _integral, _integral_adjoint, _reorder_phases)
 from lbdviewer.joint._tables import build_tables
 from lbdviewer.patterns.base import Pattern
+from lbdviewer.linear import power_norm
 from lbdviewer.parallel import map_parallel
 
 BACKENDS = ("auto", "direct", "filtered")
@@ -484,13 +483,8 @@ class JointOperator:
                 int(sum(r[1] for r in results)))
 
     def norm_estimate(self, *, iterations=30, rng=0):
-        """Spectral norm ``||A||_2`` by the power method (cached after the first call)."""
+        """Spectral norm ``||A||_2`` by the power method (:func:`lbdviewer.linear.power_norm`; cached after the first call)."""
         if self._norm is None:
-            vector = np.random.default_rng(rng).standard_normal(self._shape2d).astype(self.dtype)
-            value = 0.0
-            for _ in range(iterations):
-                vector = self.adjoint(self.forward(vector))
-                value = float(np.linalg.norm(vector))
-                vector /= value
-            self._norm = math.sqrt(value)
+            self._norm = power_norm(self.forward, self.adjoint, self._shape2d, iterations=iterations, rng=rng,
+                                    dtype=self.dtype)
         return self._norm

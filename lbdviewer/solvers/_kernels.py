@@ -124,7 +124,6 @@ def keep_largest_inplace(c, k, magnitude):
 # gathers and scatters move LANES independent values per index.
 
 
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def to_lane(lanes, values, k):
     """Write the vector ``values`` into lane ``k`` of ``lanes``."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbdviewer.linear import power_norm
 from lbdviewer.projections import check_constraint, project
 from lbdviewer.solvers._sparse import sparse_factors
 from lbdviewer.wavelets import HaarTransform
@@ -128,18 +129,11 @@ def dense_matrix(operator, domain_shape):
 
 
 def operator_norm(operator, domain_shape, *, iterations=100, rng=0):
-    """``||L||_2``: ``operator.norm_estimate()`` if present, else the power method."""
+    """``||L||_2``: ``operator.norm_estimate()`` if present, else :func:`lbdviewer.linear.power_norm`."""
     if callable(getattr(operator, "norm_estimate", None)):
         return float(operator.norm_estimate())
-    v = np.random.default_rng(rng).standard_normal(domain_shape)
-    value = 0.0
-    for _ in range(iterations):
-        w = np.asarray(operator.adjoint(operator.forward(v)), dtype=np.float64)
-        value = float(np.linalg.norm(w))
-        if value == 0.0:
-            return 0.0
-        v = w / value
-    return float(np.sqrt(value))
+    return power_norm(operator.forward, operator.adjoint, domain_shape, iterations=iterations, rng=rng)
+
 
 class BatchedSolver:
     """Driver shared by the batched solvers: backend choice, ``steps``/``run`` and the step loop.
