@@ -16,8 +16,8 @@ ValueError: iterations must be a positive integer, got 2.5
 
 from __future__ import annotations
 
-import numbers
 import math
+import numbers
 
 
 def check_choice(name, value, choices):
@@ -50,11 +50,20 @@ def check_int(name, value, *, minimum=None, maximum=None):
     >>> check_int("m", 0, minimum=1)
     Traceback (most recent call last):
     ...
-    ValueError: m must be an integer >= 1, got 0
+    ValueError: m must be a positive integer, got 0
+    >>> check_int("index", 512, minimum=0, maximum=511)
+    Traceback (most recent call last):
+    ...
+    ValueError: index must be an integer from 0 to 511, got 512
     """
-    bounds = " and ".join(text for text in (None if minimum is None else f">= {minimum}",
-                                            None if maximum is None else f"<= {maximum}") if text)
-    what = f"an integer {bounds}" if bounds else "an integer"
+    if minimum == 1 and maximum is None:
+        what = "a positive integer"
+    elif minimum is not None and maximum is not None:
+        what = f"an integer from {minimum} to {maximum}"
+    else:
+        bounds = [text for text in (None if minimum is None else f">= {minimum}",
+                                    None if maximum is None else f"<= {maximum}") if text]
+        what = " ".join(["an integer", *bounds])
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
             or int(value) != value:
         raise ValueError(f"{name} must be {what}, got {value!r}")
@@ -74,10 +83,7 @@ def check_iterations(iterations, name="iterations"):
     ...
     ValueError: iterations must be a positive integer, got 0
     """
-    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Real) \
-            or not math.isfinite(iterations) or int(iterations) != iterations or iterations < 1:
-        raise ValueError(f"{name} must be a positive integer, got {iterations!r}")
-    return int(iterations)
+    return check_int(name, iterations, minimum=1)
 
 
 def check_positive(name, value):

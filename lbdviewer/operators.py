@@ -28,11 +28,11 @@ import numba
 import numpy as np
 from scipy import sparse
 
+from lbdviewer._validation import check_choice
 from lbdviewer.linear import power_norm
-from lbdviewer.patterns.base import Pattern
+from lbdviewer.patterns.base import KERNELS, Pattern
 
-BACKENDS = ("auto", "dense", "sparse", "fields", "integral")
-KERNELS = ("gaussian", "box")
+OPERATOR_BACKENDS = ("auto", "dense", "sparse", "fields", "integral")
 _SUPPORT_SLACK = 1e-9
 
 
@@ -286,8 +286,7 @@ def field_kernels(pattern, kernel):
     >>> K.shape, np.allclose(abs(K).sum(axis=1), 1)
     ((8, 64), True)
     """
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    check_choice("kernel", kernel, KERNELS)
     entry_start, pixels, weights = field_entries([pattern], kernel=kernel)
     return sparse.csr_matrix((weights, pixels, entry_start), shape=(pattern.n_fields, pattern.n))
 
@@ -355,10 +354,8 @@ class DescriptorOperator:
         if not isinstance(pattern, Pattern):
             raise ValueError(f"pattern must be a Pattern, got {type(pattern).__name__}")
         kernel = pattern.kernel if kernel is None else kernel
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_choice("kernel", kernel, KERNELS)
+        check_choice("backend", backend, OPERATOR_BACKENDS)
         if backend == "integral" and kernel != "box":
             raise ValueError(f"backend 'integral' needs box kernels, got kernel={kernel!r}")
         self.pattern = pattern

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from lbdviewer._validation import check_choice, check_iterations
 from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.sites import coverage
@@ -206,12 +207,6 @@ def _descriptor_kind(descriptors, m):
     return "bits", descriptors
 
 
-def _check_choice(value, choices, name):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
-
-
 def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, method=None,
                            iterations=None, sparsity=0.4, lam=0.1, chunk=1024):
     """Reconstruct a whole image, yielding :class:`ImageProgress` as work is done.
@@ -262,17 +257,15 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     counts = coverage(shape, sites, sizes)
     if mode is None:
         mode = "joint" if counts.max() > 1 else "patches"
-    _check_choice(mode, MODES, "mode")
+    check_choice("mode", mode, MODES)
     if method is None:
         method = default_method(mode, kind != "real")
-    _check_choice(method, METHODS, "method")
+    check_choice("method", method, METHODS)
     if method in ("biht", "consistency") and kind == "real":
         raise ValueError(f"method {method!r} needs binary descriptors, got real values (use 'primal-dual')")
     if method == "consistency" and mode != "joint":
         raise ValueError("method 'consistency' solves the whole image at once: use mode 'joint'")
-    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else int(iterations)
-    if iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
     params = {"mode": mode, "method": method, "iterations": iterations, "sparsity": float(sparsity),
               "lam": float(lam), "sites": int(len(sites)), "m": int(m), "binary": kind != "real",
               "patch_size": sorted({int(p.patch_size) for p in unique})}

@@ -5,6 +5,6 @@
 compiled (numba) kernels.
 """
 
-from lbdviewer.joint.operator import BACKENDS, TIE_ATOL, JointOperator, index_patterns
+from lbdviewer.joint.operator import JOINT_BACKENDS, TIE_ATOL, JointOperator, index_patterns
 
-__all__ = ["BACKENDS", "TIE_ATOL", "JointOperator", "index_patterns"]
+__all__ = ["JOINT_BACKENDS", "TIE_ATOL", "JointOperator", "index_patterns"]

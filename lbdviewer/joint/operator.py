@@ -49,6 +49,7 @@ import cv2
 import numba
 import numpy as np
 
+from lbdviewer._validation import check_choice
 from lbdviewer.joint._kernels import (
     _adjoint_blocks, _bits_blocks, _block_words, _box_corners, _box_planes, _correlate_phased,
     _correlate_phased_adjoint, _forward_blocks, _integral, _integral_adjoint, _reorder_phases)
@@ -57,7 +58,7 @@ from lbdviewer.patterns.base import Pattern
 from lbdviewer.linear import power_norm
 from lbdviewer.parallel import map_parallel
 
-BACKENDS = ("auto", "direct", "filtered")
+JOINT_BACKENDS = ("auto", "direct", "filtered")
 PARALLEL_MIN_SITES = 64  # fewer sites run in the calling thread
 TIE_ATOL = 0.5 / 255  # half an 8-bit grey level: smaller differences are invisible in the output
 SMALL_STENCIL = 25  # stencils of at most this many weights are filtered by compiled row sweeps, larger ones by OpenCV
@@ -158,8 +159,7 @@ class JointOperator:
         shape = tuple(int(v) for v in shape)
         if len(shape) != 2 or min(shape) < 1:
             raise ValueError(f"shape must be (H, W) with positive sides, got {shape}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_choice("backend", backend, JOINT_BACKENDS)
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.float32, np.float64):
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")

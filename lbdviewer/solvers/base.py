@@ -25,28 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbdviewer._validation import check_choice, check_iterations
 from lbdviewer.linear import power_norm
 from lbdviewer.projections import check_constraint, project
 from lbdviewer.solvers._sparse import sparse_factors
 from lbdviewer.wavelets import HaarTransform
 
 TRANSFORMS = ("haar", None)
-BACKENDS = ("auto", "fused", "batched", "reference")
+SOLVER_BACKENDS = ("auto", "fused", "batched", "reference")
 CONSTRAINT_CODES = {"patch": 0, "box": 1, None: 2}  # the constraint as the fused kernels take it
 
-
-def check_iterations(iterations):
-    """Return ``iterations`` as an int >= 1 or raise ``ValueError`` naming it."""
-    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
-        raise ValueError(f"iterations must be an integer >= 1, got {iterations!r}")
-    return int(iterations)
-
-
-def check_positive(name, value):
-    """Return ``value`` as a float > 0 (finite) or raise ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not np.isfinite(value) or not value > 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
 
 def domain_shape_of(operator):
     """Shape of one operator input: ``domain_shape``, else ``patch_shape``.
@@ -90,8 +78,7 @@ def check_data(name, data, m, *, binary):
 
 def resolve_transform(transform, domain_shape):
     """Return ``(kind, transform_object)`` for ``transform`` = "haar" or None."""
-    if transform not in TRANSFORMS:
-        raise ValueError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
+    check_choice("transform", transform, TRANSFORMS)
     if transform == "haar":
         if len(domain_shape) > 2:
             raise ValueError(f"transform='haar' needs a 1-D or 2-D domain, got {domain_shape}")
@@ -160,8 +147,7 @@ class BatchedSolver:
 
     def _choose_backend(self, operator, backend):
         """Set ``backend`` ("auto" resolved) and ``_factors`` (fused path) or raise."""
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_choice("backend", backend, SOLVER_BACKENDS)
         factors = (sparse_factors(operator, self.domain_shape) if backend in ("auto", "fused")
                    else None)
         if backend == "fused" and factors is None:

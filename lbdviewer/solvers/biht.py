@@ -34,7 +34,8 @@ from ..wavelets import haar_adjoint_inplace, haar_forward_inplace
 from ..parallel import run_rows
 from ._kernels import differs, keep_largest, keep_largest_inplace, project_inplace
 from ._sparse import sparse_adjoint, sparse_forward
-from .base import CONSTRAINT_CODES, BatchedSolver, check_data, check_positive, flat_start, project_rows
+from .._validation import check_fraction, check_positive
+from .base import CONSTRAINT_CODES, BatchedSolver, check_data, flat_start, project_rows
 from .state import SolverState, frozen_copy
 
 _CELLS = weakref.WeakKeyDictionary()  # operator -> {(domain shape, transform kind): CellSpace}
@@ -298,9 +299,7 @@ class BIHT(BatchedSolver):
                  constraint="patch", transform="haar", atol=1e-6, backend="auto"):
         self._bind(operator)
         self.bits = check_data("bits", bits, self.m, binary=True)
-        if isinstance(sparsity, bool) or not 0.0 < sparsity <= 1.0:
-            raise ValueError(f"sparsity must be in (0, 1], got {sparsity!r}")
-        self.sparsity = float(sparsity)
+        self.sparsity = check_fraction("sparsity", sparsity)
         self.k = max(1, int(round(self.sparsity * self.n)))
         self.step = 1.0 / self.m if step is None else check_positive("step", step)
         self.atol = float(atol)
