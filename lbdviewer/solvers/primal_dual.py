@@ -12,13 +12,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._validation import check_positive
 from ..operators import sign_with_ties
-from ..projections import project
 from ..parallel import run_rows
+from ..projections import project
 from ..wavelets import haar_adjoint_lanes, haar_forward_lanes
 from ._kernels import LANES, from_lane, lanes_differ, to_lane
 from ._sparse import lane_factors, sparse_adjoint_lanes, sparse_forward_lanes
-from .._validation import check_positive
 from .base import CONSTRAINT_CODES, BatchedSolver, check_data, flat_start, operator_norm
 from .state import SolverState, frozen_copy
 
