@@ -29,11 +29,11 @@ class JointTables:
     ----------
     stencils : tuple of ndarray
         Dense general stencils filtered over the whole image, one plane each.
-    boxes : ndarray of float64, shape (n_boxes, 4)
-        ``(h, w, top, left)`` of each box plane (its weight in the last column set by the field).
+    boxes : ndarray of float64, shape (n_boxes, 3)
+        ``(h, w, weight)`` of each box plane (``_box_planes`` in the kernels).
     kernel_tables : tuple of ndarray
         ``(field_start, field_group, field_offset, tap_start, tap_offset,
-        tap_weight, test_start, first, second)`` as the kernels take them.
+        tap_weight, pair_start, pair_a, pair_b)`` as the kernels take them.
     site_base, integral_base : ndarray of int64, shape (S,)
         Each site's top-left pixel, flat in the image and in the ``(W + 1)``-wide integral image.
     uses_integral : bool
