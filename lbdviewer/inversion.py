@@ -37,12 +37,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from lbdviewer._validation import check_choice, check_fraction, check_iterations
 from lbdviewer.library_models import KeypointPattern, get_model
 from lbdviewer.operators import DescriptorOperator, field_bounds, pack_bits
-from lbdviewer.reconstruct import DEFAULT_ITERATIONS, ImageResult, iter_reconstruct_image
+from lbdviewer.reconstruct import DEFAULT_ITERATIONS, MODES, ImageResult, iter_reconstruct_image
 from lbdviewer.solvers import BIHT
 
-MODES = ("joint", "patches")
 #: Keypoints solved in one BIHT batch when they share a pattern (the BRIEF models).
 PATCH_BATCH = 256
 #: Estimates handed out during a patchwise inversion (the other reports carry none).
@@ -198,14 +198,10 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     >>> reports[-1].result.image.shape, reports[-1].done == reports[-1].total
     ((60, 60), True)
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_choice("mode", mode, MODES)
     method = "consistency" if mode == "joint" else "biht"
-    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else iterations
-    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-    if not 0.0 < sparsity <= 1.0:
-        raise ValueError(f"sparsity must be in (0, 1], got {sparsity!r}")
+    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
+    sparsity = check_fraction("sparsity", sparsity)
     started = time.perf_counter()
     patterns = keypoint_patterns(features)
     runner = _joint if mode == "joint" else _patchwise

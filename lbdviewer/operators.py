@@ -28,10 +28,11 @@ import numba
 import numpy as np
 from scipy import sparse
 
-from lbdviewer.patterns.base import Pattern
+from lbdviewer._validation import check_choice
+from lbdviewer.linear import power_norm
+from lbdviewer.patterns.base import KERNELS, Pattern
 
-BACKENDS = ("auto", "dense", "sparse", "fields", "integral")
-KERNELS = ("gaussian", "box")
+OPERATOR_BACKENDS = ("auto", "dense", "sparse", "fields", "integral")
 _SUPPORT_SLACK = 1e-9
 
 
@@ -285,8 +286,7 @@ def field_kernels(pattern, kernel):
     >>> K.shape, np.allclose(abs(K).sum(axis=1), 1)
     ((8, 64), True)
     """
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    check_choice("kernel", kernel, KERNELS)
     entry_start, pixels, weights = field_entries([pattern], kernel=kernel)
     return sparse.csr_matrix((weights, pixels, entry_start), shape=(pattern.n_fields, pattern.n))
 
@@ -354,10 +354,8 @@ class DescriptorOperator:
         if not isinstance(pattern, Pattern):
             raise ValueError(f"pattern must be a Pattern, got {type(pattern).__name__}")
         kernel = pattern.kernel if kernel is None else kernel
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_choice("kernel", kernel, KERNELS)
+        check_choice("backend", backend, OPERATOR_BACKENDS)
         if backend == "integral" and kernel != "box":
             raise ValueError(f"backend 'integral' needs box kernels, got kernel={kernel!r}")
         self.pattern = pattern
@@ -389,6 +387,11 @@ class DescriptorOperator:
         return (self.pattern.patch_size, self.pattern.patch_size)
 
     domain_shape = patch_shape
+
+    @property
+    def range_shape(self):
+        """``(M,)``: the shape :meth:`forward` returns in its last axis."""
+        return (self.pattern.m,)
 
     def __repr__(self):
         return (
@@ -578,16 +581,7 @@ class DescriptorOperator:
     @cached_property
     def _norm(self):
         matrix = (self._pairs @ self._kernels).tocsr()
-        vector = np.random.default_rng(0).standard_normal(self.n)
-        value = 0.0
-        for _ in range(200):
-            vector = matrix.T @ (matrix @ vector)
-            new_value = np.linalg.norm(vector)
-            vector /= new_value
-            if abs(new_value - value) <= 1e-10 * new_value:
-                break
-            value = new_value
-        return float(np.sqrt(new_value))
+        return power_norm(lambda v: matrix @ v, lambda r: matrix.T @ r, (self.n,), iterations=200, rtol=1e-10)
 
     def norm_estimate(self):
         """Spectral norm ``||L||_2`` by the power method (cached)."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_choice, check_int
 from .solvers import BIHT, PrimalDualL1
 from .solvers.base import domain_shape_of
 
-METHODS = ("biht", "primal-dual")
+PATCH_METHODS = ("biht", "primal-dual")  # the solvers of one patch at a time
 DEFAULT_ITERATIONS = {"biht": 200, "primal-dual": 1000}
 
 
@@ -67,11 +68,8 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
     ...  iter_reconstruct_patches(bits, op, iterations=20, chunk=2)]
     [(2, 3, (2, 8, 8)), (3, 3, (1, 8, 8))]
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if isinstance(chunk, bool) or int(chunk) != chunk or chunk < 1:
-        raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
-    chunk = int(chunk)
+    check_choice("method", method, PATCH_METHODS)
+    chunk = check_int("chunk", chunk, minimum=1)
     descriptors = np.asarray(descriptors)
     if descriptors.ndim != 2:
         raise ValueError(f"descriptors must have shape (B, M), got {descriptors.shape}")

@@ -25,23 +25,17 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from lbdviewer._validation import check_choice, check_iterations
 from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
-from lbdviewer.sites import coarser_grid, coverage
+from lbdviewer.sites import coverage
 from lbdviewer.solvers import BIHT, PrimalDualL1
-from lbdviewer.solvers.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency
-from lbdviewer.wavelets import haar_adjoint_inplace, haar_forward_inplace
+from lbdviewer.solvers.whole_image import CoarseToDense, FlatRange, JointBIHT
 
 MODES = ("joint", "patches")
 METHODS = ("consistency", "biht", "primal-dual")
 DEFAULT_ITERATIONS = {("patches", "biht"): 200, ("patches", "primal-dual"): 1000,
                       ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): 200}
-#: Margins of the joint solve grow as (distance between the two fields) ** MARGIN_POWER.
-MARGIN_POWER = 2
-#: Grids denser than this (pixels) start the joint solve on a sub-grid this sparse ...
-COARSE_SPACING = 8
-#: ... and spend this share of the iterations on all sites afterwards.
-DENSE_SHARE = 0.2
 
 
 def default_method(mode, binary):
@@ -213,12 +207,6 @@ def _descriptor_kind(descriptors, m):
     return "bits", descriptors
 
 
-def _check_choice(value, choices, name):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
-
-
 def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, method=None,
                            iterations=None, sparsity=0.4, lam=0.1, chunk=1024):
     """Reconstruct a whole image, yielding :class:`ImageProgress` as work is done.
@@ -269,17 +257,15 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     counts = coverage(shape, sites, sizes)
     if mode is None:
         mode = "joint" if counts.max() > 1 else "patches"
-    _check_choice(mode, MODES, "mode")
+    check_choice("mode", mode, MODES)
     if method is None:
         method = default_method(mode, kind != "real")
-    _check_choice(method, METHODS, "method")
+    check_choice("method", method, METHODS)
     if method in ("biht", "consistency") and kind == "real":
         raise ValueError(f"method {method!r} needs binary descriptors, got real values (use 'primal-dual')")
     if method == "consistency" and mode != "joint":
         raise ValueError("method 'consistency' solves the whole image at once: use mode 'joint'")
-    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else int(iterations)
-    if iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
     params = {"mode": mode, "method": method, "iterations": iterations, "sparsity": float(sparsity),
               "lam": float(lam), "sites": int(len(sites)), "m": int(m), "binary": kind != "real",
               "patch_size": sorted({int(p.patch_size) for p in unique})}
@@ -364,160 +350,22 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
 
 
 # -- joint -------------------------------------------------------------------
-class _FlatJoint:
-    """A :class:`JointOperator` seen as one ``(S M) x (H W)`` matrix for :class:`PrimalDualL1`."""
-
-    def __init__(self, joint):
-        self.joint = joint
-        self.shape = joint.shape
-        self.domain_shape = joint.domain_shape
-        self.pattern = joint.patterns[0]
-
-    def forward(self, x):
-        out = self.joint.forward(x)
-        return out.reshape(*out.shape[:-2], -1)
-
-    def adjoint(self, y):
-        y = np.asarray(y)
-        return self.joint.adjoint(y.reshape(*y.shape[:-1], *self.joint.range_shape))
-
-    def norm_estimate(self):
-        return self.joint.norm_estimate()
-
-
-def joint_biht_steps(operator, packed_bits, *, covered_counts, sparsity=0.4, iterations=300):
-    """BIHT on the whole image: yields ``(iteration, x, mismatches)`` after every step.
-
-    Parameters
-    ----------
-    operator : JointOperator
-    packed_bits : ndarray of uint8, shape (S, ceil(M / 8))
-    covered_counts : ndarray of int, shape (H, W)
-        Patches covering each pixel (:func:`lbdviewer.sites.coverage`).
-    sparsity : float
-        Share of the ``H W`` Haar coefficients kept.
-    iterations : int
-
-    Notes
-    -----
-    With ``n(q)`` the number of patches covering pixel ``q``, one step is
-
-    .. math::
-        a = x + \\frac{1}{M\\,n} \\odot \\tfrac12 A^T(b - \\operatorname{sign}(Ax)),\\qquad
-        x \\leftarrow \\operatorname{clip}_{[0,1]}\\big(W^T H_K(W a)\\big),
-
-    i.e. the paper's step ``tau = 1/M`` per patch, shared among the patches
-    that see a pixel. ``sign`` resolves ties like the descriptor
-    (:meth:`JointOperator.binary_gradient`), so flat areas stay flat. Start:
-    ``x = 0.5``.
-    """
-    height, width = operator.domain_shape
-    if not 0.0 < sparsity <= 1.0:
-        raise ValueError(f"sparsity must be in (0, 1], got {sparsity!r}")
-    keep = max(1, int(round(sparsity * height * width)))
-    step = (1.0 / (operator.m * np.maximum(covered_counts, 1))).astype(np.float32)
-    x = np.full((height, width), 0.5, dtype=np.float32)
-    scratch = np.empty(max(height, width), dtype=np.float32)
-    for iteration in range(1, iterations + 1):
-        gradient, mismatches = operator.binary_gradient(x, packed_bits)
-        coefficients = (x + step * gradient).ravel()
-        haar_forward_inplace(coefficients, scratch, height, width)
-        magnitude = np.abs(coefficients)
-        if keep < magnitude.size:
-            threshold = np.partition(magnitude, magnitude.size - keep)[magnitude.size - keep]
-            coefficients[magnitude < threshold] = 0.0
-        haar_adjoint_inplace(coefficients, scratch, height, width)
-        x = np.clip(coefficients.reshape(height, width), 0.0, 1.0)
-        yield iteration, x, mismatches
-
-
-def pair_separations(operator):
-    """Distance in pixels between the two fields of every test of each pattern, shape (len(patterns), M)."""
-    return np.array([np.hypot(*(p.centers[p.pairs[:, 0]] - p.centers[p.pairs[:, 1]]).T)
-                     for p in operator.patterns], dtype=np.float32)
-
-
-def joint_consistency_steps(operator, bits, *, iterations=200, margin=DEFAULT_MARGIN, x0=None):
-    """Sign consistency on the whole image, margins growing with the tests' lengths, from ``x0`` (default flat).
-
-    Yields ``(iteration, state)``.
-
-    Notes
-    -----
-    Each strict test is asked a margin proportional to the distance ``d``
-    between its two fields raised to ``MARGIN_POWER``, ``margin`` on average
-    over each pattern's tests (so keypoints of coarse pyramid levels, whose
-    patterns are scaled up, are not asked for larger differences):
-    bits say nothing of magnitudes, and one margin for all tests turns every
-    faint but consistent gradient (a sky, a wall) into a steep ramp, since
-    short pairs demand as much as long ones. Measured at 200 iterations,
-    offset 8, on the two photos of ``resources/`` and three scikit-image
-    photos held out (coffee, chelsea, rocket), BRIEF and FREAK: ``d^2`` beats
-    ``d`` on 8 of 10 cases (camera, BRIEF: 0.753 against 0.712; the largest
-    loss 0.004), one margin for all is far worse. A second stage with one
-    constant margin and a weaker total variation reproduced 0.3-0.8 % more
-    bits but lost 0.02-0.04 in correlation; it was dropped.
-    """
-    weights = pair_separations(operator) ** MARGIN_POWER
-    weights /= np.maximum(weights.mean(axis=1, keepdims=True), 1e-12)  # each pattern: ``margin`` on average
-    solver = SignConsistency(operator, bits, margin=margin * weights,
-                             smoothness=DEFAULT_SMOOTHNESS, iterations=iterations, x0=x0)
-    for state in solver.steps():
-        yield state.iteration, state
-
-
-def _coarse_to_dense(operator, bits, sites, shape, iterations):
-    """:func:`joint_consistency_steps`, first on a sub-grid ``COARSE_SPACING`` apart when the grid is denser.
-
-    A dense grid (offset 1: ~450 tests a pixel) costs ~60 times more an
-    iteration than the sub-grid, which already fixes the image's layout and
-    brightness; the dense sites then refine it for ``DENSE_SHARE`` of the
-    iterations. Yields ``(iteration, state)`` counted over both.
-    """
-    keep = coarser_grid(sites, spacing=COARSE_SPACING)
-    dense = iterations if keep is None else max(1, int(round(DENSE_SHARE * iterations)))
-    done, x0 = 0, None
-    if keep is not None and iterations > dense:
-        unique = operator.patterns
-        coarse_patterns = unique[0] if len(unique) == 1 else [unique[i] for i in operator.site_pattern[keep]]
-        coarse = JointOperator(shape, sites[keep], coarse_patterns)
-        for done, state in joint_consistency_steps(coarse, bits[keep], iterations=iterations - dense):
-            yield done, state
-        x0 = np.asarray(state.x[0], dtype=np.float64)
-    for step, state in joint_consistency_steps(operator, bits, iterations=dense, x0=x0):
-        yield done + step, state
-
-
 def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam):
     operator = JointOperator(shape, sites, patterns)
     report_every = max(1, iterations // 100)
     if method == "consistency":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
-        state, done = None, 0
-        for done, state in _coarse_to_dense(operator, bits, sites, shape, iterations):
-            if done % report_every == 0 or state.finished:
-                yield ImageProgress(done=min(done, iterations), total=iterations, estimate=state.x[0])
-        yield np.asarray(state.x[0], dtype=np.float64), float(state.bit_consistency[0])
-        return
-    if method == "biht":
+        solver = CoarseToDense(operator, bits, sites, shape, iterations)
+    elif method == "biht":
         packed = descriptors if kind == "packed" else pack_bits(descriptors)
-        x = None
-        for iteration, x, _ in joint_biht_steps(operator, packed, covered_counts=counts, sparsity=sparsity,
-                                                iterations=iterations):
-            if iteration % report_every == 0 or iteration == iterations:
-                yield ImageProgress(done=iteration, total=iterations, estimate=x)
-        _, mismatches = operator.binary_gradient(x, packed)
-        yield x.astype(np.float64), 1.0 - mismatches / (len(sites) * operator.m)
-        return
-    if kind == "packed":
-        values = unpack_bits(descriptors, operator.m)
+        solver = JointBIHT(operator, packed, covered_counts=counts, sparsity=sparsity, iterations=iterations)
     else:
-        values = descriptors
-    solver = PrimalDualL1(_FlatJoint(operator), values.reshape(1, -1).astype(np.float32), lam=lam,
-                          iterations=iterations, constraint="box", binary=kind != "real", backend="batched")
+        values = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
+        solver = PrimalDualL1(FlatRange(operator), values.reshape(1, -1).astype(np.float32), lam=lam,
+                              iterations=iterations, constraint="box", binary=kind != "real", backend="batched")
     state = None
     for state in solver.steps():
         if state.iteration % report_every == 0 or state.finished:
-            yield ImageProgress(done=state.iteration, total=iterations, estimate=state.x[0])
+            yield ImageProgress(done=min(state.iteration, iterations), total=iterations, estimate=state.x[0])
     consistency = None if state.bit_consistency is None else float(state.bit_consistency[0])
     yield np.asarray(state.x[0], dtype=np.float64), consistency

@@ -13,6 +13,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from lbdviewer._validation import check_int
+
 FAST_THRESHOLD = 10  # OpenCV's FastFeatureDetector defaults
 FAST_NONMAX = True
 
@@ -22,12 +24,6 @@ def _check_shape(shape):
     if len(shape) != 2 or min(shape) < 1:
         raise ValueError(f"shape must be (H, W) with positive sides, got {shape}")
     return shape
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _axis_starts(length, patch_size, offset):
@@ -72,8 +68,8 @@ def grid_sites(shape, *, patch_size=32, offset=8):
     [[0, 0], [8, 0]]
     """
     height, width = _check_shape(shape)
-    patch_size = _check_positive_int(patch_size, "patch_size")
-    offset = _check_positive_int(offset, "offset")
+    patch_size = check_int("patch_size", patch_size, minimum=1)
+    offset = check_int("offset", offset, minimum=1)
     if height < patch_size or width < patch_size:
         raise ValueError(f"shape must be at least patch_size={patch_size} on each side, got {(height, width)}")
     rows = _axis_starts(height, patch_size, offset)
@@ -153,7 +149,7 @@ def sites_from_points(points, shape, *, patch_size=32):
     ([[1, 5]], [True, False])
     """
     height, width = _check_shape(shape)
-    patch_size = _check_positive_int(patch_size, "patch_size")
+    patch_size = check_int("patch_size", patch_size, minimum=1)
     points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
     corners = np.floor(points[:, ::-1] - (patch_size - 1) / 2.0 + 0.5).astype(np.int64)
     kept = (

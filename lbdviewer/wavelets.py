@@ -14,9 +14,12 @@ For square power-of-two shapes the coefficients are, up to sign, those of
 ``pywt.wavedec2(x, "haar", mode="periodization")`` laid out by
 ``pywt.coeffs_to_array``.
 
-The module also holds the per-patch numba kernels used by the solvers' fused
-fast path (:func:`haar_forward_inplace`, :func:`haar_adjoint_inplace`); they
-follow the same level order and arithmetic as :class:`HaarTransform`.
+This module is the one home of the transform: :class:`HaarTransform` (numpy,
+batched over leading axes), the numba kernels of one flat image used by the
+solvers (:func:`haar_forward_inplace`, :func:`haar_adjoint_inplace`) and of
+``LANES`` images interleaved element by element, as the primal-dual fused
+path stores them (:func:`haar_forward_lanes`, :func:`haar_adjoint_lanes`).
+All follow the same level order and arithmetic.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ import numba
 import numpy as np
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+#: Images a lane kernel transforms at once: element ``j`` of image ``k`` sits at ``j * LANES + k``
+#: (8 float32: one AVX2 register).
+LANES = 8
+_LANE_SCALE = np.float32(_INV_SQRT2)  # the lanes are float32
 
 
 def _level_sizes(shape):
@@ -120,6 +127,13 @@ class HaarTransform:
         self._shape2d = shape if len(shape) == 2 else (1, shape[0])
         self.size = int(np.prod(shape))
         self._levels = _level_sizes(self._shape2d)
+
+    @property
+    def domain_shape(self):
+        """The image shape: the transform maps it to coefficients of the same shape."""
+        return self.shape
+
+    range_shape = domain_shape
 
     def __repr__(self):
         return f"HaarTransform(shape={self.shape!r})"
@@ -335,3 +349,151 @@ def haar_adjoint_inplace(a, tmp, height, width):
             _merge_cols_inplace(a, block, h, w, width, scale)
         if w > 1:
             _merge_rows_inplace(a, tmp, h, w, width, scale)
+
+
+# --- numba kernels for LANES interleaved flat images (the primal-dual fused path) ---
+
+
+
+
+@numba.njit(cache=True, nogil=True)
+def haar_forward_lanes(source, a, block, height, width):
+    """``a`` = :func:`haar_forward_inplace` of ``source``, ``LANES`` interleaved images.
+
+    Same levels and arithmetic (bit for bit); each split goes between ``a``
+    (``source`` at the first level) and the scratch ``block`` (the current
+    ``h x w`` block, rows of ``w``) instead of through a copy.
+    """
+    h = height
+    w = width
+    while h > 1 or w > 1:
+        if w > 1:
+            _split_rows_lanes(source, width, block, w, h, w)
+        else:
+            _copy_block_lanes(source, width, block, w, h, w)
+        source = a
+        if h > 1:
+            _split_cols_lanes(block, w, a, width, h, w)
+        else:
+            _copy_block_lanes(block, w, a, width, h, w)
+        h = (h + 1) // 2
+        w = (w + 1) // 2
+
+
+@numba.njit(cache=True, nogil=True)
+def haar_adjoint_lanes(a, block, height, width):
+    """In-place :func:`haar_adjoint_inplace` of ``LANES`` interleaved images.
+
+    ``block`` is scratch of the size of ``a``; bit for bit the same arithmetic.
+    """
+    heights, widths = level_shapes(height, width)
+    for level in range(heights.shape[0] - 1, -1, -1):
+        h, w = heights[level], widths[level]
+        if h > 1:
+            _merge_cols_lanes(a, width, block, w, h, w)
+        else:
+            _copy_block_lanes(a, width, block, w, h, w)
+        if w > 1:
+            _merge_rows_lanes(block, w, a, width, h, w)
+        else:
+            _copy_block_lanes(block, w, a, width, h, w)
+
+
+# The four steps of a Haar level below read ``source`` (rows of ``source_width``
+# pixels) and write ``target`` (rows of ``target_width``); they transform the
+# top-left ``h x w`` block. A pair (u, v) gives ((u + v), (u - v)) / sqrt(2).
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_block_lanes(source, source_width, target, target_width, h, w):
+    for row in range(h):
+        line = source[row * source_width * LANES: (row * source_width + w) * LANES]
+        out = target[row * target_width * LANES:]
+        for q in range(line.shape[0]):
+            out[q] = line[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _split_rows_lanes(source, source_width, target, target_width, h, w):
+    """Pairs of columns: sums to the left half, differences to the right."""
+    pairs = w // 2
+    n_low = w - pairs
+    for row in range(h):
+        line = row * source_width * LANES
+        out = row * target_width * LANES
+        for j in range(pairs):
+            u = line + 2 * j * LANES
+            low = out + j * LANES
+            high = out + (n_low + j) * LANES
+            for k in range(LANES):
+                first = source[u + k]
+                second = source[u + LANES + k]
+                target[low + k] = (first + second) * _LANE_SCALE
+                target[high + k] = (first - second) * _LANE_SCALE
+        if w % 2:  # the unpaired last column ends the left half
+            for k in range(LANES):
+                target[out + pairs * LANES + k] = source[line + (w - 1) * LANES + k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _split_cols_lanes(source, source_width, target, target_width, h, w):
+    """Pairs of rows: sums to the top half, differences to the bottom."""
+    pairs = h // 2
+    n_low = h - pairs
+    size = w * LANES
+    for i in range(pairs):
+        first = source[2 * i * source_width * LANES:]
+        second = source[(2 * i + 1) * source_width * LANES:]
+        low = target[i * target_width * LANES:]
+        high = target[(n_low + i) * target_width * LANES:]
+        for q in range(size):
+            low[q] = (first[q] + second[q]) * _LANE_SCALE
+            high[q] = (first[q] - second[q]) * _LANE_SCALE
+    if h % 2:
+        last = source[(h - 1) * source_width * LANES:]
+        low = target[pairs * target_width * LANES:]
+        for q in range(size):
+            low[q] = last[q]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_rows_lanes(source, source_width, target, target_width, h, w):
+    """Inverse of :func:`_split_rows_lanes`."""
+    pairs = w // 2
+    n_low = w - pairs
+    for row in range(h):
+        line = row * source_width * LANES
+        out = row * target_width * LANES
+        for j in range(pairs):
+            low = line + j * LANES
+            high = line + (n_low + j) * LANES
+            u = out + 2 * j * LANES
+            for k in range(LANES):
+                lo = source[low + k]
+                hi = source[high + k]
+                target[u + k] = (lo + hi) * _LANE_SCALE
+                target[u + LANES + k] = (lo - hi) * _LANE_SCALE
+        if w % 2:
+            for k in range(LANES):
+                target[out + (w - 1) * LANES + k] = source[line + pairs * LANES + k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_cols_lanes(source, source_width, target, target_width, h, w):
+    """Inverse of :func:`_split_cols_lanes`."""
+    pairs = h // 2
+    n_low = h - pairs
+    size = w * LANES
+    for i in range(pairs):
+        low = source[i * source_width * LANES:]
+        high = source[(n_low + i) * source_width * LANES:]
+        first = target[2 * i * target_width * LANES:]
+        second = target[(2 * i + 1) * target_width * LANES:]
+        for q in range(size):
+            first[q] = (low[q] + high[q]) * _LANE_SCALE
+            second[q] = (low[q] - high[q]) * _LANE_SCALE
+    if h % 2:
+        middle = source[pairs * source_width * LANES:]
+        last = target[(h - 1) * target_width * LANES:]
+        for q in range(size):
+            last[q] = middle[q]

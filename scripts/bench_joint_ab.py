@@ -6,7 +6,7 @@ loads ``lbdviewer`` as of ``REV`` (``git archive``, imports renamed to
 ``lbdviewer_rev``, under ``lbdviewer``'s cache directory, one per commit, so
 numba's compiled kernels are kept) beside the working tree's, builds
 the same problem for both (the 512x512 ``camera`` sample, 32x32 patches,
-offset 8, M = 512 bits, :func:`lbdviewer.reconstruct.joint_consistency_steps`
+offset 8, M = 512 bits, :class:`lbdviewer.solvers.whole_image.JointSignConsistency`
 with its default 200 iterations), runs each once to compile and warm up, then
 alternates ``--chunk`` iterations of one and of the other until both finish,
 ``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import re
 import subprocess
 import sys
@@ -51,7 +52,10 @@ def export_revision(rev):
 
 
 def make_solve(package, image, descriptor):
-    """A function returning a fresh ``joint_consistency_steps`` generator of ``package`` on ``image``."""
+    """A function returning a fresh joint sign-consistency generator of ``package`` on ``image``.
+
+    Revisions before the solvers' ``whole_image`` module ran it as ``reconstruct.joint_consistency_steps``.
+    """
     patterns = importlib.import_module(f"{package}.patterns")
     reconstruct = importlib.import_module(f"{package}.reconstruct")
     sites = importlib.import_module(f"{package}.sites").grid_sites(image.shape, patch_size=32, offset=8)
@@ -59,7 +63,10 @@ def make_solve(package, image, descriptor):
     operators, joint = importlib.import_module(f"{package}.operators"), importlib.import_module(f"{package}.joint")
     bits = operators.unpack_bits(reconstruct.describe_sites(image, sites, pattern), pattern.m)
     operator = joint.JointOperator(image.shape, sites, pattern)
-    return lambda: reconstruct.joint_consistency_steps(operator, bits)
+    if importlib.util.find_spec(f"{package}.solvers.whole_image") is None:
+        return lambda: reconstruct.joint_consistency_steps(operator, bits)
+    whole_image = importlib.import_module(f"{package}.solvers.whole_image")
+    return lambda: whole_image.JointSignConsistency(operator, bits).steps()
 
 
 def interleave(solves, rounds, chunk):

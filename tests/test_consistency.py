@@ -6,7 +6,8 @@ import pytest
 from lbdviewer.joint import JointOperator
 from lbdviewer.operators import sign_with_ties
 from lbdviewer.patterns import Pattern, make_pattern
-from lbdviewer.reconstruct import _coarse_to_dense, describe_sites, pair_separations, reconstruct_image
+from lbdviewer.reconstruct import describe_sites, reconstruct_image
+from lbdviewer.solvers.whole_image import CoarseToDense, pair_separations
 from lbdviewer.sites import grid_sites
 from lbdviewer.solvers.consistency import (FIRST_STEP, HISTORY, SignConsistency, _curvature_pass, _direction_pass,
                                            compact_coefficients, remember_pair, smoothed_total_variation)
@@ -182,7 +183,7 @@ def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
     sites = grid_sites(image.shape, patch_size=16, offset=2)
     op = JointOperator(image.shape, sites, pattern)
     bits = sign_with_ties(op.forward(image), atol=1e-6)
-    steps = list(_coarse_to_dense(op, bits, sites, image.shape, 50))
+    steps = [(state.iteration, state) for state in CoarseToDense(op, bits, sites, image.shape, 50).steps()]
     counts = [done for done, _ in steps]
     assert counts == sorted(set(counts)) and counts[-1] <= 50
     coarse_sites = {state.x.shape for _, state in steps}
@@ -193,23 +194,23 @@ def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
 
 
 def test_joint_margins_average_the_default_for_every_pattern_whatever_its_scale(monkeypatch):
-    import lbdviewer.reconstruct as reconstruct
+    import lbdviewer.solvers.whole_image as whole_image
 
     small = make_pattern("brief", patch_size=16, m=64)
     large = small.transformed(scale=2.0, patch_size=32)  # a coarse pyramid level: pairs twice as long
     op = JointOperator((40, 40), [[0, 0], [4, 4]], [small, large])
     seen = {}
-    real = reconstruct.SignConsistency
+    real = whole_image.SignConsistency
 
     def spy(operator, bits, *, margin, **kwargs):
         seen["margin"] = margin
         return real(operator, bits, margin=margin, **kwargs)
 
-    monkeypatch.setattr(reconstruct, "SignConsistency", spy)
+    monkeypatch.setattr(whole_image, "SignConsistency", spy)
     bits = sign_with_ties(op.forward(np.random.default_rng(5).random((40, 40))), atol=1e-6)
-    next(reconstruct.joint_consistency_steps(op, bits, iterations=1))
+    next(whole_image.JointSignConsistency(op, bits, iterations=1).steps())
     margin = seen["margin"]
-    np.testing.assert_allclose(margin.mean(axis=1), reconstruct.DEFAULT_MARGIN, rtol=1e-5)
+    np.testing.assert_allclose(margin.mean(axis=1), whole_image.DEFAULT_MARGIN, rtol=1e-5)
     np.testing.assert_allclose(margin[0], margin[1], rtol=1e-4)  # same pairs, same margins at any scale
     separations = pair_separations(op)[0]
     assert np.argmax(margin[0]) == np.argmax(separations)  # longer tests ask more

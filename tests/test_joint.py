@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-import lbdviewer.joint as joint
+from lbdviewer.testing import dot_test
+from lbdviewer.joint import _tables, operator as joint_operator
 from lbdviewer.joint import JointOperator
 from lbdviewer.operators import DescriptorOperator, field_kernels, pack_bits, sign_with_ties
 from lbdviewer.patterns import make_pattern
@@ -28,8 +29,7 @@ def test_dot_test_on_overlapping_grid(pattern, backend):
     rng = np.random.default_rng(1)
     sites = grid_sites((30, 37), patch_size=16, offset=5)
     op = JointOperator((30, 37), sites, pattern, backend=backend, dtype=np.float64)
-    x, y = rng.standard_normal((30, 37)), rng.standard_normal(op.range_shape)
-    assert abs(np.vdot(op.forward(x), y) - np.vdot(x, op.adjoint(y))) < 1e-10 * np.abs(y).sum()
+    dot_test(op, rng=rng)
 
 
 def assert_sites_see_their_patches(op, image, patch, rng):
@@ -49,7 +49,7 @@ def test_large_gaussian_stencils_filtered_by_opencv_give_each_sites_patch(offset
     image, sites = rng.random(shape), grid_sites(shape, patch_size=16, offset=offset)
     op = JointOperator(shape, sites, pattern, kernel="gaussian", dtype=np.float64)
     sizes = [stencil.size for stencil in op._stencils]
-    assert min(sizes) <= joint.SMALL_STENCIL < max(sizes) and op._layout[1] == offset  # both filter paths
+    assert min(sizes) <= joint_operator.SMALL_STENCIL < max(sizes) and op._layout[1] == offset  # both filter paths
     assert_sites_see_their_patches(op, image, DescriptorOperator(pattern, kernel="gaussian", dtype=np.float64), rng)
 
 
@@ -116,11 +116,9 @@ def test_bad_sites_and_patterns_are_named():
 
 
 def test_site_ranges_in_parallel_give_the_serial_results(pattern, monkeypatch):
-    import lbdviewer.joint as joint
-
     rng = np.random.default_rng(5)
     sites = grid_sites((40, 40), patch_size=16, offset=4)
-    monkeypatch.setattr(joint, "BLOCK_SITES", 5)  # 49 sites in 10 blocks
+    monkeypatch.setattr(_tables, "BLOCK_SITES", 5)  # 49 sites in 10 blocks
     op = JointOperator((40, 40), sites, pattern, dtype=np.float64)
     x, y = rng.random((40, 40)), rng.standard_normal(op.range_shape)
     positive, margin = y > 0, np.abs(rng.standard_normal((1, op.m))) * 0.01
@@ -129,10 +127,10 @@ def test_site_ranges_in_parallel_give_the_serial_results(pattern, monkeypatch):
     def everything():
         return (op.forward(x), op.adjoint(y), op.binary_gradient(x, packed), op.squared_hinge(x, positive, margin))
 
-    monkeypatch.setattr(joint, "PARALLEL_MIN_SITES", 10**9)
+    monkeypatch.setattr(joint_operator, "PARALLEL_MIN_SITES", 10**9)
     serial = everything()
-    monkeypatch.setattr(joint, "PARALLEL_MIN_SITES", 1)
-    monkeypatch.setattr(joint.numba, "get_num_threads", lambda: 3)
+    monkeypatch.setattr(joint_operator, "PARALLEL_MIN_SITES", 1)
+    monkeypatch.setattr(joint_operator.numba, "get_num_threads", lambda: 3)
     assert len(op._chunks()) == 3
     parallel = everything()
     np.testing.assert_array_equal(parallel[0], serial[0])
@@ -221,7 +219,7 @@ def reference_tables(op, backend):
 
     if backend == "auto":
         chosen = [key for key, count in reads.items() if count >= height * width * (
-            joint.BOX_PLANE_READS_PER_PIXEL if is_box(key) else joint.FILTER_READS_PER_PIXEL)]
+            _tables.BOX_PLANE_READS_PER_PIXEL if is_box(key) else _tables.FILTER_READS_PER_PIXEL)]
     else:
         chosen = list(reads) if backend == "filtered" else []
     planes = [key for key in chosen if not is_box(key)] + [key for key in chosen if is_box(key)]
@@ -229,7 +227,7 @@ def reference_tables(op, backend):
     field_group, field_offset, tap_start, tap_offset, tap_weight = [], [], [0], [], []
     for r0, c0, stencil, key in fields:
         corners = backend == "auto" and key not in group_of and is_box(key) and stencil.size > 4
-        field_group.append(group_of.get(key, joint.INTEGRAL if corners else -1))
+        field_group.append(group_of.get(key, _tables.INTEGRAL if corners else -1))
         field_offset.append(r0 * width + c0 if key in group_of else 0)
         if corners:  # the box's four corners in the (W + 1)-wide integral image
             h, w = stencil.shape
@@ -297,7 +295,7 @@ def test_boxes_read_from_the_integral_image_equal_their_taps(kind, kernel, offse
     sites = grid_sites(shape, patch_size=16, offset=offset)  # few reads a pixel: corners, not planes
     fast = JointOperator(shape, sites, pattern, kernel=kernel, dtype=np.float64)
     taps = JointOperator(shape, sites, pattern, kernel=kernel, backend="direct", dtype=np.float64)
-    assert np.any(fast._tables[1] == joint.INTEGRAL)
+    assert np.any(fast._tables[1] == _tables.INTEGRAL)
     x, y = rng.random(shape), rng.standard_normal(fast.range_shape)
     np.testing.assert_allclose(fast.forward(x), taps.forward(x), atol=1e-12)
     np.testing.assert_allclose(fast.adjoint(y), taps.adjoint(y), atol=1e-11)
@@ -312,7 +310,7 @@ def test_blocks_stay_in_one_image_row_even_when_spacing_continues():
     sites = [[0, 0], [0, 24], [1, 8]]  # 24 pixels apart in memory, across a row boundary
     fast = JointOperator((24, 40), sites, pattern, dtype=np.float64)
     taps = JointOperator((24, 40), sites, pattern, backend="direct", dtype=np.float64)
-    assert fast._block_start.tolist() == [0, 2, 3] and np.any(fast._tables[1] == joint.INTEGRAL)
+    assert fast._block_start.tolist() == [0, 2, 3] and np.any(fast._tables[1] == _tables.INTEGRAL)
     x, y = rng.random((24, 40)), rng.standard_normal(fast.range_shape)
     np.testing.assert_allclose(fast.forward(x), taps.forward(x), atol=1e-12)
     np.testing.assert_allclose(fast.adjoint(y), taps.adjoint(y), atol=1e-11)
@@ -322,16 +320,16 @@ def test_blocks_stay_in_one_image_row_even_when_spacing_continues():
 def test_fields_with_colliding_hashes_are_told_apart(anchored):
     rng = np.random.default_rng(11)
     patterns = keypoint_patterns("brief", 3, rng) + keypoint_patterns("freak", 3, rng)
-    field_pattern, entry_start, pixels, weights = joint._field_entries(patterns, None)
+    field_pattern, entry_start, pixels, weights = _tables._field_entries(patterns, None)
     sizes = np.full(len(field_pattern), 24)
-    corner, _, _, hashes = joint._field_stencils(entry_start, pixels, sizes, weights)
+    corner, _, _, hashes = _tables._field_stencils(entry_start, pixels, sizes, weights)
     fields, segments = np.arange(len(field_pattern)), np.array([0, 100, len(field_pattern)])
     head = corner[:, :2] if anchored else corner[:, :0]
     entries = (corner, entry_start, pixels, sizes, weights)
-    expected = joint._group_fields(fields, segments, hashes[:, int(anchored)], head, *entries)
+    expected = _tables._group_fields(fields, segments, hashes[:, int(anchored)], head, *entries)
     assert 1 < len(expected[1]) < len(fields)  # some fields are equal, not all
     collide = np.zeros(len(fields), dtype=np.uint64)  # every field in one slot
-    for built, reference in zip(joint._group_fields(fields, segments, collide, head, *entries), expected):
+    for built, reference in zip(_tables._group_fields(fields, segments, collide, head, *entries), expected):
         np.testing.assert_array_equal(built, reference)
 
 
@@ -352,9 +350,7 @@ def test_many_keypoint_patterns_equal_the_patch_operator_at_each_site():
 
 
 def test_block_bits_hold_each_sites_bits_and_serve_squared_hinge(monkeypatch):
-    import lbdviewer.joint as joint
-
-    monkeypatch.setattr(joint, "BLOCK_SITES", 4)
+    monkeypatch.setattr(_tables, "BLOCK_SITES", 4)
     rng = np.random.default_rng(11)
     pattern = make_pattern("brief", patch_size=8, m=20)
     sites = grid_sites((20, 23), patch_size=8, offset=3)  # rows of 6 sites: blocks of 4 and 2

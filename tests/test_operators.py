@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from lbdviewer.testing import dot_test
 from lbdviewer.operators import (
     DescriptorOperator,
     field_entries,
@@ -33,11 +34,9 @@ def _operators():
 def test_dot_test_and_agreement_with_dense_matrix(pattern, kernel, backend):
     op = DescriptorOperator(pattern, kernel=kernel, backend=backend, dtype=np.float64)
     rng = np.random.default_rng(0)
+    dot_test(op, rng=rng, batch=(3,), atol=1e-10)
     x = rng.standard_normal((3, *op.patch_shape))
     y = rng.standard_normal((3, op.m))
-    lhs = np.sum(op.forward(x) * y)
-    rhs = np.sum(x * op.adjoint(y))
-    assert abs(lhs - rhs) <= 1e-10 * (abs(lhs) + 1)
     matrix = op.matrix()
     assert np.allclose(op.forward(x), x.reshape(3, -1) @ matrix.T, atol=1e-12)
     assert np.allclose(op.adjoint(y).reshape(3, -1), y @ matrix, atol=1e-12)

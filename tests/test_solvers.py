@@ -10,29 +10,8 @@ from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import make_pattern
 from lbdviewer.solvers import BIHT, PrimalDualL1, SolverState, reference_biht
 from lbdviewer.solvers.biht import _equal_columns, cell_space
+from lbdviewer.testing import MatrixOperator
 from lbdviewer.wavelets import HaarTransform
-
-
-class DenseOperator:
-    """A matrix as an operator; ``factors=True`` also exposes L = I @ L for the fused path."""
-
-    def __init__(self, matrix, domain_shape, *, factors=False, tie_positive=None):
-        self.a = np.asarray(matrix)
-        self.shape = self.a.shape
-        self.domain_shape = tuple(domain_shape)
-        if factors:
-            self.field_matrix = lambda: sparse.csr_matrix(self.a)
-            self.pair_matrix = lambda: sparse.identity(self.shape[0], format="csr")
-        if tie_positive is not None:
-            self.pattern = SimpleNamespace(tie_positive=tie_positive)
-
-    def forward(self, x):
-        x = np.asarray(x)
-        return x.reshape(x.shape[: x.ndim - len(self.domain_shape)] + (-1,)) @ self.a.T
-
-    def adjoint(self, y):
-        y = np.asarray(y)
-        return (y @ self.a).reshape(y.shape[:-1] + self.domain_shape)
 
 
 def _camera_patches(count, size=32, seed=0):
@@ -174,7 +153,7 @@ def test_biht_freezes_rows_at_fixed_points(family, brief, freak):
 @pytest.mark.parametrize("backend", ["fused", "batched", "reference"])
 def test_flat_patch_with_tie_bits_stays_flat(tie_positive, backend):
     rng = np.random.default_rng(0)
-    op = DenseOperator(rng.standard_normal((40, 16)) - 0.0, (4, 4), factors=True,
+    op = MatrixOperator(rng.standard_normal((40, 16)) - 0.0, (4, 4), factors=True,
                        tie_positive=tie_positive)
     tie = 1 if tie_positive else -1
     bits = np.full((2, 40), tie)
@@ -276,7 +255,7 @@ def _angular_errors(ratio, n=1000, k=10, count=6):
         row[rng.choice(n, k, replace=False)] = rng.standard_normal(k)
     signals /= np.linalg.norm(signals, axis=1, keepdims=True)
     bits = np.where(signals @ matrix.T > 0, 1, -1)
-    state = BIHT(DenseOperator(matrix, (n,), factors=True), bits, sparsity=k / n,
+    state = BIHT(MatrixOperator(matrix, (n,), factors=True), bits, sparsity=k / n,
                  constraint=None, transform=None).run()
     estimate = state.x / np.linalg.norm(state.x, axis=1, keepdims=True)
     return np.arccos(np.clip(np.sum(estimate * signals, axis=1), -1, 1)) / np.pi
@@ -312,7 +291,7 @@ def test_primal_dual_matches_linear_program(backend):
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((24, 16))
     b = rng.standard_normal((3, 24))
-    op = DenseOperator(matrix, (4, 4), factors=True)
+    op = MatrixOperator(matrix, (4, 4), factors=True)
     iterations = 6000 if backend == "fused" else 2500
     state = PrimalDualL1(op, b, iterations=iterations, backend=backend).run()
     optimum = np.array([_lp_optimum(matrix, HaarTransform((4, 4)).matrix(), row, 0.1) for row in b])
@@ -385,7 +364,7 @@ def test_primal_dual_accepts_bits(small):
 
 
 def test_compiled_top_k_keeps_what_numpy_keeps():
-    from lbdviewer.solvers.base import keep_largest, keep_largest_inplace
+    from lbdviewer.solvers._kernels import keep_largest, keep_largest_inplace
 
     rng = np.random.default_rng(11)
     for trial in range(60):

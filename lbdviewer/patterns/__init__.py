@@ -6,6 +6,7 @@ its own module and returns a frozen :class:`Pattern`.
 
 from __future__ import annotations
 
+from lbdviewer._validation import check_choice
 from lbdviewer.patterns.base import Pattern, check_patch_size
 from lbdviewer.patterns.brief import brief_max_pairs, brief_pattern
 from lbdviewer.patterns.freak import N_PAIRS, ex_freak_pattern, freak_pattern, ra_freak_pattern
@@ -21,11 +22,10 @@ def max_measurements(name, patch_size=32):
     >>> max_measurements("freak"), max_measurements("brief", 8)
     (903, 630)
     """
+    check_choice("name", name, FAMILIES)
     if name == "brief":
         return brief_max_pairs(check_patch_size(patch_size))
-    if name in ("freak", "ra-freak", "ex-freak"):
-        return N_PAIRS
-    raise ValueError(f"name must be one of {FAMILIES}, got {name!r}")
+    return N_PAIRS
 
 
 def make_pattern(name, *, patch_size=32, m=512, rng=0, **options):
@@ -61,6 +61,7 @@ def make_pattern(name, *, patch_size=32, m=512, rng=0, **options):
     >>> make_pattern("ex-freak").m
     903
     """
+    check_choice("name", name, FAMILIES)
     if name == "brief":
         return brief_pattern(patch_size, m, rng=rng, **options)
     if options:
@@ -69,9 +70,7 @@ def make_pattern(name, *, patch_size=32, m=512, rng=0, **options):
         return freak_pattern(patch_size, m)
     if name == "ra-freak":
         return ra_freak_pattern(patch_size, m, rng=rng)
-    if name == "ex-freak":
-        return ex_freak_pattern(patch_size)
-    raise ValueError(f"name must be one of {FAMILIES}, got {name!r}")
+    return ex_freak_pattern(patch_size)
 
 
 __all__ = ["FAMILIES", "Pattern", "make_pattern", "max_measurements"]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from lbdviewer._validation import check_choice
+
 KERNELS = ("gaussian", "box")
 MIN_PATCH_SIZE = 8
 MAX_PATCH_SIZE = 128
@@ -151,8 +153,7 @@ class Pattern:
             raise ValueError(f"pairs must have shape (M, 2) with M >= 1, got {pairs.shape}")
         if pairs.min() < 0 or pairs.max() >= n_fields:
             raise ValueError(f"pairs must index fields 0..{n_fields - 1}")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
+        check_choice("kernel", self.kernel, KERNELS)
         object.__setattr__(self, "patch_size", size)
         object.__setattr__(self, "centers", centers)
         object.__setattr__(self, "sigmas", sigmas)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbdviewer._validation import check_choice
 from lbdviewer.patterns.base import Pattern, check_m, check_patch_size, seed_for_metadata
 
 DISTRIBUTIONS = ("uniform", "gaussian")
@@ -68,8 +69,7 @@ def brief_pattern(patch_size=32, m=512, *, distribution="uniform", rng=0, sigma=
     (64, 128, True, True)
     """
     patch_size = check_patch_size(patch_size)
-    if distribution not in DISTRIBUTIONS:
-        raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
+    check_choice("distribution", distribution, DISTRIBUTIONS)
     limit = brief_max_pairs(patch_size, radius=radius)
     m = check_m(m, limit, f"distinct point pairs in a {patch_size}x{patch_size} BRIEF patch")
     seed = seed_for_metadata(rng)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbdviewer._validation import check_choice
 from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
 from lbdviewer.features import Keypoints
 from lbdviewer.library_models import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
@@ -86,8 +87,7 @@ class Model(LibraryModel):
     tie_positive = False
 
     def __init__(self, *, n_bytes=32):
-        if n_bytes not in BYTES:
-            raise ValueError(f"n_bytes must be one of {BYTES}, got {n_bytes!r}")
+        check_choice("n_bytes", n_bytes, BYTES)
         self.n_bytes = int(n_bytes)
         self.n_bits = 8 * self.n_bytes
         self._pairs = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lbdviewer._validation import check_choice
 from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
 from lbdviewer.library_models import KeypointPattern, LibraryModel, compare_offsets, pair_pattern
 
@@ -81,8 +82,7 @@ class Model(LibraryModel):
             raise ValueError(f"descriptor_size must be a positive integer, got {descriptor_size!r}")
         if int(patch_size) != patch_size or not 5 <= patch_size <= 101:
             raise ValueError(f"patch_size must be an integer from 5 to 101, got {patch_size!r}")
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        check_choice("mode", mode, MODES)
         if not sigma > 0:
             raise ValueError(f"sigma must be positive, got {sigma!r}")
         if isinstance(rng, bool) or not isinstance(rng, (int, np.integer)):

@@ -4,7 +4,7 @@
 :class:`PrimalDualL1` real-valued or binary ones (Alg. 1).
 """
 
-from .base import SolverState
+from .state import SolverState
 from .biht import BIHT, reference_biht
 from .primal_dual import PrimalDualL1, reference_primal_dual
 

@@ -27,8 +27,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from lbdviewer._validation import check_iterations
 from lbdviewer.operators import sign_with_ties
-from lbdviewer.solvers.base import SolverState, frozen_copy, map_parallel
+from lbdviewer.parallel import map_parallel
+from lbdviewer.solvers.state import SolverState, frozen_copy
 
 DEFAULT_MARGIN = 2.0 / 255.0
 DEFAULT_SMOOTHNESS = 8e-4
@@ -344,8 +346,7 @@ class SignConsistency:
         n_patterns = len(getattr(operator, "patterns", (None,)))
         if not smoothness >= 0:
             raise ValueError(f"smoothness must be non-negative, got {smoothness!r}")
-        if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
-            raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+        iterations = check_iterations(iterations)
         self.operator = operator
         self.shape = tuple(operator.domain_shape)
         bits = np.asarray(bits)

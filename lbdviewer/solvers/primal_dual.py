@@ -12,28 +12,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._validation import check_positive
 from ..operators import sign_with_ties
+from ..parallel import run_rows
 from ..projections import project
-from .base import (
-    CONSTRAINT_CODES,
-    LANES,
-    BatchedSolver,
-    SolverState,
-    check_data,
-    check_positive,
-    flat_start,
-    from_lane,
-    frozen_copy,
-    haar_adjoint_lanes,
-    haar_forward_lanes,
-    lane_factors,
-    lanes_differ,
-    operator_norm,
-    run_rows,
-    sparse_adjoint_lanes,
-    sparse_forward_lanes,
-    to_lane,
-)
+from ..wavelets import haar_adjoint_lanes, haar_forward_lanes
+from ._kernels import LANES, from_lane, lanes_differ, to_lane
+from ._sparse import lane_factors, sparse_adjoint_lanes, sparse_forward_lanes
+from .base import CONSTRAINT_CODES, BatchedSolver, check_data, flat_start, operator_norm
+from .state import SolverState, frozen_copy
 
 
 class _Run:
@@ -110,7 +97,7 @@ class PrimalDualL1(BatchedSolver):
     :math:`r = s = 0`. A row whose primal and dual variables stop changing
     exactly is frozen.
 
-    The fused path advances :data:`~lbdviewer.solvers.base.LANES` rows at a
+    The fused path advances :data:`~lbdviewer.solvers._kernels.LANES` rows at a
     time, interleaved element by element, so that every element-wise step is
     one long vectorised loop and every sparse index serves all of them. It
     computes the same float32 iterations as the batched path; the sums of

@@ -1,0 +1,408 @@
+"""The compiled kernels of :class:`lbdviewer.joint.JointOperator`: field means, back-projection, fused data terms.
+
+Blocks of up to ``BLOCK_SITES`` consecutive sites with one pattern, the site
+as the inner, vectorised index (see :mod:`lbdviewer.joint.operator`). All
+are ``nogil`` numba functions cached on disk; :mod:`lbdviewer.warmup`
+compiles them once.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+INTEGRAL = -2  # ``field_group`` of a box read from the integral image (-1: taps of the image)
+
+
+@numba.njit(cache=True, nogil=True)
+def _plane_index(position, layout):
+    """Index in a filtered plane of the pixel at flat ``position`` (``r W + c``) of the image.
+
+    ``layout = (W, P, K)``: planes are stored *polyphase*, column ``c`` at
+    ``(r P + c mod P) K + c div P`` with ``K = ceil(W / P)``, so that sites
+    ``P`` columns apart (a grid row of offset ``P``) read consecutive values;
+    ``P = 1`` is the image's own layout.
+    """
+    width, phases, per_phase = layout[0], layout[1], layout[2]
+    r, c = position // width, position % width
+    return (r * phases + c % phases) * per_phase + c // phases
+
+
+@numba.njit(cache=True, nogil=True)
+def _reorder_phases(planes, phased, layout, forward):
+    """Copy row-major ``planes`` into the polyphase ``phased`` (``forward``) or back (padding written as 0 / dropped).
+
+    Row by row: an image row and its ``P`` phase rows stay in the first-level cache.
+    """
+    width, phases, per_phase = layout[0], layout[1], layout[2]
+    height = planes.shape[1] // width
+    for g in range(planes.shape[0]):
+        for r in range(height):
+            row = planes[g, r * width:(r + 1) * width]
+            for phase in range(phases):
+                start = (r * phases + phase) * per_phase
+                target = phased[g, start:start + per_phase]
+                count = (width - phase + phases - 1) // phases  # columns phase, phase + P, ... inside the image
+                if forward:
+                    for k in range(count):
+                        target[k] = row[k * phases + phase]
+                    target[count:] = 0.0
+                else:
+                    for k in range(count):
+                        row[k * phases + phase] = target[k]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _correlate_phased(image, stencil, layout, plane):
+    """``plane`` (laid out as :func:`_plane_index` says) = ``image`` correlated with ``stencil``.
+
+    ``plane[r, c] = sum_ij stencil[i, j] image[r + i, c + j]``, zero outside
+    the image (OpenCV's ``filter2D`` with the anchor at the stencil's top
+    left and a constant border), a row at a time in loops that vectorise,
+    written straight into the polyphase layout. For small stencils.
+    """
+    height, width = image.shape
+    phases, per_phase = layout[1], layout[2]
+    row = np.empty(width, dtype=plane.dtype)
+    for r in range(height):
+        row[:] = 0.0
+        for i in range(min(stencil.shape[0], height - r)):
+            source = image[r + i]
+            for j in range(min(stencil.shape[1], width)):
+                weight, shifted = stencil[i, j], source[j:]
+                for c in range(width - j):
+                    row[c] += weight * shifted[c]
+        for phase in range(phases):
+            start = (r * phases + phase) * per_phase
+            target = plane[start:start + per_phase]
+            count = (width - phase + phases - 1) // phases
+            for k in range(count):
+                target[k] = row[k * phases + phase]
+            target[count:] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _correlate_phased_adjoint(plane, stencil, layout, row_lo, row_hi, out):
+    """Adds the adjoint of :func:`_correlate_phased` applied to ``plane`` to the flat image ``out``.
+
+    ``plane`` must be zero outside rows ``row_lo..row_hi``; those are skipped.
+    """
+    width, phases, per_phase = layout[0], layout[1], layout[2]
+    height = out.shape[0] // width
+    row = np.empty(width, dtype=plane.dtype)
+    for r in range(max(row_lo, 0), min(row_hi, height)):
+        for phase in range(phases):
+            start = (r * phases + phase) * per_phase
+            source = plane[start:start + per_phase]
+            for k in range((width - phase + phases - 1) // phases):
+                row[k * phases + phase] = source[k]
+        for i in range(min(stencil.shape[0], height - r)):
+            for j in range(min(stencil.shape[1], width)):
+                weight, target = stencil[i, j], out[(r + i) * width + j:(r + i + 1) * width]
+                for c in range(width - j):
+                    target[c] += weight * row[c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
+                 field_offset, tap_start, tap_offset, tap_weight, means):
+    """``means[f - f0, j]``: mean of field ``f`` at site ``s0 + j``, for the ``n`` sites of a block.
+
+    Filtered fields are read from their plane (laid out as :func:`_plane_index`
+    says: consecutive values when the block's sites are ``P`` pixels apart, a
+    strided slice when ``P = 1`` and they are evenly spaced), boxes marked
+    ``INTEGRAL`` from four corners of the integral image (float64, its taps
+    offsets from ``integral_base``), the others from their taps in ``x``.
+    """
+    for f in range(f0, f1):
+        group, offset = field_group[f], field_offset[f]
+        row = means[f - f0]
+        if group >= 0 and stride == layout[1]:  # consecutive values: a copy that vectorises
+            start = _plane_index(site_base[s0] + offset, layout)
+            source = filtered[group, start:start + n]
+            for j in range(n):
+                row[j] = source[j]
+        elif group >= 0 and stride > 0 and layout[1] == 1:
+            # slices, not index arithmetic: no negative-index checks in the loop
+            start = site_base[s0] + offset
+            source = filtered[group, start:start + (n - 1) * stride + 1:stride]
+            for j in range(n):
+                row[j] = source[j]
+        elif group >= 0:
+            for j in range(n):
+                means[f - f0, j] = filtered[group, _plane_index(site_base[s0 + j] + offset, layout)]
+        elif group == INTEGRAL and stride > 0:  # a block lies in one image row: its corners are evenly spaced
+            t, span = tap_start[f], (n - 1) * stride + 1
+            a, b = integral_base[s0] + tap_offset[t], integral_base[s0] + tap_offset[t + 1]
+            c, d = integral_base[s0] + tap_offset[t + 2], integral_base[s0] + tap_offset[t + 3]
+            corner_a, corner_b = integral[a:a + span:stride], integral[b:b + span:stride]
+            corner_c, corner_d = integral[c:c + span:stride], integral[d:d + span:stride]
+            wa, wb, wc, wd = tap_weight[t], tap_weight[t + 1], tap_weight[t + 2], tap_weight[t + 3]
+            for j in range(n):
+                row[j] = wa * corner_a[j] + wb * corner_b[j] + wc * corner_c[j] + wd * corner_d[j]
+        elif group == INTEGRAL:
+            for j in range(n):
+                total = 0.0
+                for t in range(tap_start[f], tap_start[f + 1]):
+                    total += tap_weight[t] * integral[integral_base[s0 + j] + tap_offset[t]]
+                means[f - f0, j] = total
+        elif stride > 0:
+            span = (n - 1) * stride + 1
+            row[:n] = 0.0
+            for t in range(tap_start[f], tap_start[f + 1]):
+                tap, weight = site_base[s0] + tap_offset[t], tap_weight[t]
+                source = x[tap:tap + span:stride]
+                for j in range(n):
+                    row[j] += weight * source[j]
+        else:
+            for j in range(n):
+                acc = x.dtype.type(0.0)
+                for t in range(tap_start[f], tap_start[f + 1]):
+                    acc += tap_weight[t] * x[site_base[s0 + j] + tap_offset[t]]
+                means[f - f0, j] = acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
+                   tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners):
+    """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``."""
+    for f in range(f0, f1):
+        group, offset = field_group[f], field_offset[f]
+        row = grads[f - f0]
+        if group >= 0 and stride == layout[1]:
+            start = _plane_index(site_base[s0] + offset, layout)
+            target = out_filtered[group, start:start + n]
+            for j in range(n):
+                target[j] += row[j]
+        elif group >= 0 and stride > 0 and layout[1] == 1:
+            start = site_base[s0] + offset
+            target = out_filtered[group, start:start + (n - 1) * stride + 1:stride]
+            for j in range(n):
+                target[j] += row[j]
+        elif group >= 0:
+            for j in range(n):
+                out_filtered[group, _plane_index(site_base[s0 + j] + offset, layout)] += grads[f - f0, j]
+        elif group == INTEGRAL and stride > 0:
+            span = (n - 1) * stride + 1
+            for t in range(tap_start[f], tap_start[f + 1]):
+                corner = integral_base[s0] + tap_offset[t]
+                target, weight = out_corners[corner:corner + span:stride], np.float64(tap_weight[t])
+                for j in range(n):
+                    target[j] += weight * row[j]
+        elif group == INTEGRAL:
+            for j in range(n):
+                g = np.float64(grads[f - f0, j])
+                for t in range(tap_start[f], tap_start[f + 1]):
+                    out_corners[integral_base[s0 + j] + tap_offset[t]] += tap_weight[t] * g
+        elif stride > 0:
+            span = (n - 1) * stride + 1
+            for t in range(tap_start[f], tap_start[f + 1]):
+                tap, weight = site_base[s0] + tap_offset[t], tap_weight[t]
+                target = out_x[tap:tap + span:stride]
+                for j in range(n):
+                    target[j] += weight * row[j]
+        else:
+            for j in range(n):
+                g = grads[f - f0, j]
+                for t in range(tap_start[f], tap_start[f + 1]):
+                    out_x[site_base[s0 + j] + tap_offset[t]] += tap_weight[t] * g
+        grads[f - f0, :n] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward_blocks(x, filtered, integral, block_start, block_stride, block_lo, block_hi, site_base, integral_base,
+                    layout, site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
+                    pair_start, pair_a, pair_b, out):
+    """``out[s, i]`` = difference of the two field means of test ``i`` at site ``s``, block by block."""
+    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    means = np.empty((np.max(np.diff(field_start)), width), dtype=x.dtype)
+    for block in range(block_lo, block_hi):
+        s0 = block_start[block]
+        n = block_start[block + 1] - s0
+        p = site_pattern[s0]
+        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        _block_means(x, filtered, integral, s0, n, block_stride[block], f0, f1, site_base, integral_base, layout,
+                     field_group, field_offset, tap_start, tap_offset, tap_weight, means)
+        for i in range(out.shape[1]):
+            a, b = pair_a[i0 + i], pair_b[i0 + i]
+            for j in range(n):
+                out[s0 + j, i] = means[a, j] - means[b, j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base, integral_base, layout, site_pattern,
+                    field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a,
+                    pair_b, out_x, out_filtered, out_corners):
+    """Adds ``A^T y`` for the sites of blocks ``block_lo..block_hi`` to ``out_x``, the planes and the corners."""
+    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    grads = np.zeros((np.max(np.diff(field_start)), width), dtype=out_x.dtype)
+    for block in range(block_lo, block_hi):
+        s0 = block_start[block]
+        n = block_start[block + 1] - s0
+        p = site_pattern[s0]
+        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        for i in range(y.shape[1]):
+            a, b = pair_a[i0 + i], pair_b[i0 + i]
+            for j in range(n):
+                grads[a, j] += y[s0 + j, i]
+            for j in range(n):
+                grads[b, j] -= y[s0 + j, i]
+        _block_scatter(grads, s0, n, block_stride[block], f0, f1, site_base, integral_base, layout, field_group,
+                       field_offset, tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_words(packed, block_start, m):
+    """Bits regrouped by block: bit ``j`` of ``words[block, i]`` is bit ``i`` of the block's site ``j``.
+
+    ``packed`` holds each site's bits least-significant first, 8 a byte. A
+    block's bits for one test are then one 64-bit word, read by the kernels
+    with shifts as they sweep the block's sites.
+    """
+    words = np.zeros((block_start.shape[0] - 1, m), dtype=np.uint64)
+    for block in range(block_start.shape[0] - 1):
+        for j in range(block_start[block + 1] - block_start[block]):
+            site, bit = block_start[block] + j, np.uint64(1) << np.uint64(j)
+            for i in range(m):
+                if (packed[site, i >> 3] >> (i & 7)) & 1:
+                    words[block, i] |= bit
+    return words
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, block_start, block_stride, block_lo,
+                 block_hi, site_base, integral_base, layout, site_pattern, field_start, field_group, field_offset,
+                 tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
+    """Data term against target bits, back-projected; returns ``(sum of squares, bits reproduced)``.
+
+    Sites are processed a block at a time with the site as the inner,
+    vectorised index: field means gathered ``(F, B)``, then every test ``i``
+    runs over the block's sites at once, its target bits one word of
+    ``words`` (:func:`_block_words`), and its step goes back to the means. ``hinge``: the step is
+    ``-2 s [d - s v]_+`` with ``d = margin[p, i]`` on the strict side only
+    (the side that does not take ties), and its squares are summed; else the
+    step is the bit error ``(b - sign v) / 2`` (``s`` where the bit is wrong).
+    """
+    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    n_fields = np.max(np.diff(field_start))
+    means = np.empty((n_fields, width), dtype=x.dtype)
+    grads = np.zeros((n_fields, width), dtype=x.dtype)
+    step, up = np.empty(width, dtype=x.dtype), np.empty(width, dtype=x.dtype)
+    squares, right = np.zeros(width, dtype=x.dtype), np.zeros(width, dtype=x.dtype)  # a block's sums, exact in right
+    total, agree = 0.0, 0
+    zero, one, two, tie = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0), x.dtype.type(tie_up)
+    for block in range(block_lo, block_hi):
+        s0 = block_start[block]
+        n = block_start[block + 1] - s0
+        p = site_pattern[s0]
+        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        stride = block_stride[block]
+        _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
+                     field_offset, tap_start, tap_offset, tap_weight, means)
+        for i in range(m):
+            a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
+            for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
+                up[j] = x.dtype.type((word >> np.uint64(j)) & np.uint64(1))
+            # Margins when the target is 1 and when it is 0: only the strict side (not taking ties) has one.
+            high, low = margin[p, i] * (one - tie), margin[p, i] * tie
+            if hinge:  # loops without branches: each vectorises
+                for j in range(n):
+                    v = means[a, j] - means[b, j]
+                    bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                    right[j] += one - (bit - up[j]) * (bit - up[j])
+                    sign = two * up[j] - one
+                    r = max(low + up[j] * (high - low) - sign * v, zero)
+                    step[j] = -two * sign * r
+                    squares[j] += r * r
+            else:
+                for j in range(n):
+                    v = means[a, j] - means[b, j]
+                    bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                    wrong = (bit - up[j]) * (bit - up[j])
+                    right[j] += one - wrong
+                    step[j] = (two * up[j] - one) * wrong
+            for j in range(n):
+                grads[a, j] += step[j]
+            for j in range(n):
+                grads[b, j] -= step[j]
+        _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
+                       tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
+        for j in range(n):
+            total += squares[j]
+            agree += int(right[j])
+            squares[j], right[j] = zero, zero
+    return total, agree
+
+
+
+@numba.njit(cache=True, nogil=True)
+def _box_planes(integral, boxes, planes):
+    """``planes[k, r W + c] = weight_k * (box sum of the image at (r, c), size h_k x w_k)`` from its integral.
+
+    ``integral`` is ``(H + 1, W + 1)`` float64 with ``integral[r, c]`` the
+    sum of ``image[:r, :c]``; ``boxes`` rows are ``(h, w, weight)``. Only
+    boxes inside the image are written (no field reads any other).
+    """
+    height, width = integral.shape[0] - 1, integral.shape[1] - 1
+    for k in range(boxes.shape[0]):
+        h, w, weight = int(boxes[k, 0]), int(boxes[k, 1]), boxes[k, 2]
+        for r in range(height - h + 1):
+            top, bottom = integral[r], integral[r + h]
+            row = planes[k, r * width:(r + 1) * width]
+            for c in range(width - w + 1):
+                row[c] = weight * (bottom[c + w] - top[c + w] - bottom[c] + top[c])
+
+
+@numba.njit(cache=True, nogil=True)
+def _integral(image):
+    """``(H + 1, W + 1)`` float64 integral image: ``out[r, c]`` = sum of ``image[:r, :c]``."""
+    height, width = image.shape
+    out = np.zeros((height + 1, width + 1))
+    for r in range(height):
+        running = 0.0
+        for c in range(width):
+            running += image[r, c]
+            out[r + 1, c + 1] = out[r, c + 1] + running
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _box_corners(planes, boxes, width, row_lo, row_hi, corners):
+    """Adds the box planes' values, with their boxes' weights and signs, at the four corners of each box.
+
+    ``corners`` is ``(H + 1, W + 1)``, like the integral image:
+    :func:`_integral_adjoint` then finishes the adjoint of :func:`_box_planes`.
+    Plane rows outside ``[row_lo, row_hi)`` must be zero; they are skipped.
+    """
+    height = corners.shape[0] - 1
+    for k in range(boxes.shape[0]):
+        h, w, weight = int(boxes[k, 0]), int(boxes[k, 1]), boxes[k, 2]
+        for r in range(max(row_lo, 0), min(height - h + 1, row_hi)):
+            values = planes[k, r * width:r * width + width - w + 1]
+            top, bottom = corners[r], corners[r + h]
+            for c in range(values.shape[0]):
+                top[c] += weight * values[c]
+                bottom[c] -= weight * values[c]
+            for c in range(values.shape[0]):
+                top[c + w] -= weight * values[c]
+                bottom[c + w] += weight * values[c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _integral_adjoint(corners, row_lo, row_hi, out):
+    """Adds the adjoint of :func:`_integral` applied to ``corners`` to the flat image ``out``.
+
+    Pixel ``(r, c)`` receives the sum of the corners at ``(r' > r, c' > c)``:
+    one suffix-sum sweep from the bottom row up. Corners hold the signed
+    weights of whole boxes, so only rows ``row_lo..row_hi`` (those the boxes
+    span) receive anything; corner rows past ``row_hi`` must be zero.
+    """
+    height, width = corners.shape[0] - 1, corners.shape[1] - 1
+    below = np.zeros(width + 1)  # suffix sums of the rows below the current one
+    for r in range(min(height, row_hi), max(row_lo, 0), -1):
+        running = 0.0
+        for c in range(width, -1, -1):
+            running += corners[r, c]
+            below[c] += running
+        for c in range(width):
+            out[(r - 1) * width + c] += below[c + 1]
