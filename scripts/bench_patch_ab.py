@@ -11,7 +11,8 @@ order A B B A, ``--rounds`` times, so drift weighs on both alike. It prints
 each solver's seconds a solve, the ratio ``working tree / REV`` (the figure
 to quote; below 1 is faster) and whether both gave bit-for-bit the same estimates.
 
-Usage: ``python scripts/bench_patch_ab.py REV [--patches 256] [--rounds 4] [--pd-iterations 300]``
+Usage: ``python scripts/bench_patch_ab.py REV [--patches 256] [--rounds 4] [--pd-iterations 300]
+[--methods biht primal-dual]``
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ def main(argv=None):
     parser.add_argument("--patches", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=4, help="A B B A rounds (default 4)")
     parser.add_argument("--pd-iterations", type=int, default=300, help="primal-dual iterations (default 300)")
+    parser.add_argument("--methods", nargs="+", default=["biht", "primal-dual"], choices=("biht", "primal-dual"))
     args = parser.parse_args(argv)
     patches = camera_patches(args.patches)
     sys.path.insert(0, str(export_revision(args.rev)))
     print(f"{args.patches} patches 32x32, M = 512, fused path; working tree / {args.rev}, A B B A x {args.rounds}")
     for family in ("brief", "freak"):
-        for method in ("biht", "primal-dual"):
+        for method in args.methods:
             old = make_solve(RENAMED, patches, family, method, args.pd_iterations)
             new = make_solve("lbdviewer", patches, family, method, args.pd_iterations)
             identical = np.array_equal(old(), new())  # also compiles and warms both
