@@ -101,14 +101,13 @@ def packed_bit_consistency(packed, reference_packed, m, *, bitorder="little"):
 
     Returns
     -------
-    per_descriptor : ndarray, shape (...)
-    overall : float
+    per_descriptor, overall
+        As :func:`bit_consistency` returns them for the unpacked bits.
 
     Examples
     --------
-    >>> per, overall = packed_bit_consistency([[0b0011]], [[0b0001]], 4)
-    >>> per.tolist(), overall
-    ([0.75], 0.75)
+    >>> packed_bit_consistency([[0b0011]], [[0b0001]], 4)[1]  # 1 bit of 4 differs
+    0.75
     """
     packed = np.asarray(packed)
     reference_packed = np.asarray(reference_packed)

@@ -148,6 +148,19 @@ class HaarTransform:
         lead = x.shape[: x.ndim - ndim]
         return x.reshape(lead + self._shape2d), x.shape
 
+    def _pyramid(self, values, name, *, merge):
+        """All levels, finest first, split columns then rows; or, if ``merge``, their inverse in reverse order."""
+        values2, shape = self._as_2d(values, name)
+        out = np.array(values2, copy=True)
+        step, axes = (_merge, (-2, -1)) if merge else (_split, (-1, -2))
+        for h, w in reversed(self._levels) if merge else self._levels:
+            block = out[..., :h, :w]
+            for axis in axes:
+                if block.shape[axis] > 1:
+                    block = step(block, axis)
+            out[..., :h, :w] = block
+        return out.reshape(shape)
+
     def forward(self, x):
         """Haar coefficients :math:`Wx`, shape ``(..., *shape)``.
 
@@ -161,16 +174,7 @@ class HaarTransform:
         numpy.ndarray
             Coefficients in the pyramid layout, same shape and dtype as ``x``.
         """
-        x2, shape = self._as_2d(x, "x")
-        out = np.array(x2, copy=True)
-        for h, w in self._levels:
-            block = out[..., :h, :w]
-            if w > 1:
-                block = _split(block, -1)
-            if h > 1:
-                block = _split(block, -2)
-            out[..., :h, :w] = block
-        return out.reshape(shape)
+        return self._pyramid(x, "x", merge=False)
 
     def adjoint(self, c):
         """Adjoint (= inverse) :math:`W^T c`, shape ``(..., *shape)``.
@@ -185,16 +189,7 @@ class HaarTransform:
         numpy.ndarray
             Images, same shape and dtype as ``c``.
         """
-        c2, shape = self._as_2d(c, "c")
-        out = np.array(c2, copy=True)
-        for h, w in reversed(self._levels):
-            block = out[..., :h, :w]
-            if h > 1:
-                block = _merge(block, -2)
-            if w > 1:
-                block = _merge(block, -1)
-            out[..., :h, :w] = block
-        return out.reshape(shape)
+        return self._pyramid(c, "c", merge=True)
 
     inverse = adjoint
 
@@ -213,82 +208,62 @@ class HaarTransform:
 # --- numba kernels for one image stored flat (row-major), used by the solvers ---
 
 
-@numba.njit(cache=True, inline="always")
-def _split_rows_inplace(a, tmp, h, w, width, scale):
-    """Split columns of every row of the top-left ``h x w`` block."""
-    pairs = w // 2
-    n_low = w - pairs
-    for r in range(h):
-        base = r * width
-        for j in range(pairs):
-            u = a[base + 2 * j]
-            v = a[base + 2 * j + 1]
-            tmp[j] = (u + v) * scale
-            tmp[n_low + j] = (u - v) * scale
-        if w % 2:
-            tmp[pairs] = a[base + w - 1]
-        for j in range(w):
-            a[base + j] = tmp[j]
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_offsets(n, merge):
+    """Where one Haar step along a side of ``n`` samples reads and writes its pairs.
 
+    Pair ``j`` sits at ``(2j, 2j + 1)`` interleaved and at ``(j, n_low + j)``
+    separated (``n_low = n - n // 2``); an odd side's unpaired sample sits at
+    ``n - 1`` interleaved and at ``n // 2`` separated. A split reads the
+    interleaved places and writes the separated ones, a merge the reverse:
+    as ``(u, v) -> ((u + v), (u - v)) / sqrt(2)`` is its own inverse, that is
+    the only difference between the two.
 
-@numba.njit(cache=True, inline="always")
-def _split_cols_inplace(a, block, h, w, width, scale):
-    """Split rows of every column of the top-left ``h x w`` block (``block``: h*w scratch).
+    Returns
+    -------
+    tuple of int
+        ``(read_step, read_second, write_step, write_second, read_odd,
+        write_odd)``: pair ``j`` is read at ``j * read_step`` and
+        ``j * read_step + read_second``, written at ``j * write_step`` and
+        ``j * write_step + write_second``; the unpaired sample is read at
+        ``read_odd`` and written at ``write_odd``.
 
-    Whole rows at a time, so the inner loops run over contiguous memory.
+    Examples
+    --------
+    >>> _pair_offsets(5, False), _pair_offsets(5, True)
+    ((2, 1, 1, 3, 4, 2), (1, 3, 2, 1, 2, 4))
     """
-    pairs = h // 2
-    n_low = h - pairs
-    for i in range(pairs):
-        top = (2 * i) * width
-        low = i * w
-        high = (n_low + i) * w
-        for c in range(w):
-            u = a[top + c]
-            v = a[top + width + c]
-            block[low + c] = (u + v) * scale
-            block[high + c] = (u - v) * scale
-    if h % 2:
-        for c in range(w):
-            block[pairs * w + c] = a[(h - 1) * width + c]
-    for i in range(h):
-        for c in range(w):
-            a[i * width + c] = block[i * w + c]
+    pairs = n // 2
+    if merge:
+        return 1, n - pairs, 2, 1, pairs, n - 1
+    return 2, 1, 1, n - pairs, n - 1, pairs
 
 
-@numba.njit(cache=True, inline="always")
-def _merge_rows_inplace(a, tmp, h, w, width, scale):
-    pairs = w // 2
-    n_low = w - pairs
+@numba.njit(cache=True, nogil=True, inline="always")
+def _butterfly_rows_inplace(a, tmp, h, w, width, scale, merge):
+    """Split (``merge`` false) or merge the columns of every row of the top-left ``h x w`` block."""
+    read_step, read_second, write_step, write_second, read_odd, write_odd = _pair_offsets(w, merge)
     for r in range(h):
         base = r * width
-        for j in range(pairs):
-            lo = a[base + j]
-            hi = a[base + n_low + j]
-            tmp[2 * j] = (lo + hi) * scale
-            tmp[2 * j + 1] = (lo - hi) * scale
+        for j in range(w // 2):
+            u = a[base + j * read_step]
+            v = a[base + j * read_step + read_second]
+            tmp[j * write_step] = (u + v) * scale
+            tmp[j * write_step + write_second] = (u - v) * scale
         if w % 2:
-            tmp[w - 1] = a[base + pairs]
+            tmp[write_odd] = a[base + read_odd]
         for j in range(w):
             a[base + j] = tmp[j]
 
 
-@numba.njit(cache=True, inline="always")
-def _merge_cols_inplace(a, block, h, w, width, scale):
-    pairs = h // 2
-    n_low = h - pairs
-    for i in range(pairs):
-        low = i * width
-        high = (n_low + i) * width
-        top = (2 * i) * w
-        for c in range(w):
-            lo = a[low + c]
-            hi = a[high + c]
-            block[top + c] = (lo + hi) * scale
-            block[top + w + c] = (lo - hi) * scale
-    if h % 2:
-        for c in range(w):
-            block[(h - 1) * w + c] = a[pairs * width + c]
+@numba.njit(cache=True, nogil=True, inline="always")
+def _butterfly_cols_inplace(a, block, h, w, width, scale, merge):
+    """Split (``merge`` false) or merge the rows of every column of the top-left ``h x w`` block.
+
+    ``block`` is ``h * w`` scratch; whole rows at a time, so the inner loops
+    run over contiguous memory.
+    """
+    _butterfly_cols(a, width, block, w, h, w, scale, merge, 1)
     for i in range(h):
         for c in range(w):
             a[i * width + c] = block[i * w + c]
@@ -306,9 +281,9 @@ def haar_forward_inplace(a, tmp, height, width):
     w = width
     while h > 1 or w > 1:
         if w > 1:
-            _split_rows_inplace(a, tmp, h, w, width, scale)
+            _butterfly_rows_inplace(a, tmp, h, w, width, scale, False)
         if h > 1:
-            _split_cols_inplace(a, block, h, w, width, scale)
+            _butterfly_cols_inplace(a, block, h, w, width, scale, False)
         h = (h + 1) // 2
         w = (w + 1) // 2
 
@@ -346,14 +321,12 @@ def haar_adjoint_inplace(a, tmp, height, width):
     for level in range(heights.shape[0] - 1, -1, -1):
         h, w = heights[level], widths[level]
         if h > 1:
-            _merge_cols_inplace(a, block, h, w, width, scale)
+            _butterfly_cols_inplace(a, block, h, w, width, scale, True)
         if w > 1:
-            _merge_rows_inplace(a, tmp, h, w, width, scale)
+            _butterfly_rows_inplace(a, tmp, h, w, width, scale, True)
 
 
 # --- numba kernels for LANES interleaved flat images (the primal-dual fused path) ---
-
-
 
 
 @numba.njit(cache=True, nogil=True)
@@ -368,12 +341,12 @@ def haar_forward_lanes(source, a, block, height, width):
     w = width
     while h > 1 or w > 1:
         if w > 1:
-            _split_rows_lanes(source, width, block, w, h, w)
+            _butterfly_rows_lanes(source, width, block, w, h, w, False)
         else:
             _copy_block_lanes(source, width, block, w, h, w)
         source = a
         if h > 1:
-            _split_cols_lanes(block, w, a, width, h, w)
+            _butterfly_cols(block, w, a, width, h, w, _LANE_SCALE, False, LANES)
         else:
             _copy_block_lanes(block, w, a, width, h, w)
         h = (h + 1) // 2
@@ -390,18 +363,19 @@ def haar_adjoint_lanes(a, block, height, width):
     for level in range(heights.shape[0] - 1, -1, -1):
         h, w = heights[level], widths[level]
         if h > 1:
-            _merge_cols_lanes(a, width, block, w, h, w)
+            _butterfly_cols(a, width, block, w, h, w, _LANE_SCALE, True, LANES)
         else:
             _copy_block_lanes(a, width, block, w, h, w)
         if w > 1:
-            _merge_rows_lanes(block, w, a, width, h, w)
+            _butterfly_rows_lanes(block, w, a, width, h, w, True)
         else:
             _copy_block_lanes(block, w, a, width, h, w)
 
 
-# The four steps of a Haar level below read ``source`` (rows of ``source_width``
+# The steps of a Haar level below read ``source`` (rows of ``source_width``
 # pixels) and write ``target`` (rows of ``target_width``); they transform the
-# top-left ``h x w`` block. A pair (u, v) gives ((u + v), (u - v)) / sqrt(2).
+# top-left ``h x w`` block. A pair (u, v) gives ((u + v), (u - v)) / sqrt(2);
+# :func:`_pair_offsets` says where, for a split and for a merge.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -414,86 +388,47 @@ def _copy_block_lanes(source, source_width, target, target_width, h, w):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _split_rows_lanes(source, source_width, target, target_width, h, w):
-    """Pairs of columns: sums to the left half, differences to the right."""
-    pairs = w // 2
-    n_low = w - pairs
+def _butterfly_rows_lanes(source, source_width, target, target_width, h, w, merge):
+    """Pairs of columns: split (sums to the left half, differences to the right) or, if ``merge``, its inverse."""
+    read_step, read_second, write_step, write_second, read_odd, write_odd = _pair_offsets(w, merge)
     for row in range(h):
         line = row * source_width * LANES
         out = row * target_width * LANES
-        for j in range(pairs):
-            u = line + 2 * j * LANES
-            low = out + j * LANES
-            high = out + (n_low + j) * LANES
+        for j in range(w // 2):
+            first = line + j * read_step * LANES
+            second = first + read_second * LANES
+            low = out + j * write_step * LANES
+            high = low + write_second * LANES
             for k in range(LANES):
-                first = source[u + k]
-                second = source[u + LANES + k]
-                target[low + k] = (first + second) * _LANE_SCALE
-                target[high + k] = (first - second) * _LANE_SCALE
-        if w % 2:  # the unpaired last column ends the left half
-            for k in range(LANES):
-                target[out + pairs * LANES + k] = source[line + (w - 1) * LANES + k]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _split_cols_lanes(source, source_width, target, target_width, h, w):
-    """Pairs of rows: sums to the top half, differences to the bottom."""
-    pairs = h // 2
-    n_low = h - pairs
-    size = w * LANES
-    for i in range(pairs):
-        first = source[2 * i * source_width * LANES:]
-        second = source[(2 * i + 1) * source_width * LANES:]
-        low = target[i * target_width * LANES:]
-        high = target[(n_low + i) * target_width * LANES:]
-        for q in range(size):
-            low[q] = (first[q] + second[q]) * _LANE_SCALE
-            high[q] = (first[q] - second[q]) * _LANE_SCALE
-    if h % 2:
-        last = source[(h - 1) * source_width * LANES:]
-        low = target[pairs * target_width * LANES:]
-        for q in range(size):
-            low[q] = last[q]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _merge_rows_lanes(source, source_width, target, target_width, h, w):
-    """Inverse of :func:`_split_rows_lanes`."""
-    pairs = w // 2
-    n_low = w - pairs
-    for row in range(h):
-        line = row * source_width * LANES
-        out = row * target_width * LANES
-        for j in range(pairs):
-            low = line + j * LANES
-            high = line + (n_low + j) * LANES
-            u = out + 2 * j * LANES
-            for k in range(LANES):
-                lo = source[low + k]
-                hi = source[high + k]
-                target[u + k] = (lo + hi) * _LANE_SCALE
-                target[u + LANES + k] = (lo - hi) * _LANE_SCALE
+                u = source[first + k]
+                v = source[second + k]
+                target[low + k] = (u + v) * _LANE_SCALE
+                target[high + k] = (u - v) * _LANE_SCALE
         if w % 2:
             for k in range(LANES):
-                target[out + (w - 1) * LANES + k] = source[line + pairs * LANES + k]
+                target[out + write_odd * LANES + k] = source[line + read_odd * LANES + k]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _merge_cols_lanes(source, source_width, target, target_width, h, w):
-    """Inverse of :func:`_split_cols_lanes`."""
-    pairs = h // 2
-    n_low = h - pairs
-    size = w * LANES
-    for i in range(pairs):
-        low = source[i * source_width * LANES:]
-        high = source[(n_low + i) * source_width * LANES:]
-        first = target[2 * i * target_width * LANES:]
-        second = target[(2 * i + 1) * target_width * LANES:]
+def _butterfly_cols(source, source_width, target, target_width, h, w, scale, merge, lanes):
+    """Pairs of rows: split (sums to the top half, differences to the bottom) or, if ``merge``, its inverse.
+
+    A pixel is ``lanes`` consecutive values: 1 for one image, ``LANES`` for interleaved images.
+    """
+    read_step, read_second, write_step, write_second, read_odd, write_odd = _pair_offsets(h, merge)
+    size = w * lanes
+    source_row = source_width * lanes
+    target_row = target_width * lanes
+    for i in range(h // 2):
+        first = source[i * read_step * source_row:]
+        second = source[(i * read_step + read_second) * source_row:]
+        low = target[i * write_step * target_row:]
+        high = target[(i * write_step + write_second) * target_row:]
         for q in range(size):
-            first[q] = (low[q] + high[q]) * _LANE_SCALE
-            second[q] = (low[q] - high[q]) * _LANE_SCALE
+            low[q] = (first[q] + second[q]) * scale
+            high[q] = (first[q] - second[q]) * scale
     if h % 2:
-        middle = source[pairs * source_width * LANES:]
-        last = target[(h - 1) * target_width * LANES:]
+        odd = source[read_odd * source_row:]
+        out = target[write_odd * target_row:]
         for q in range(size):
-            last[q] = middle[q]
+            out[q] = odd[q]

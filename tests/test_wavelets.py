@@ -3,7 +3,14 @@ import pytest
 import pywt
 
 from lbdviewer.testing import dot_test
-from lbdviewer.wavelets import HaarTransform, haar_adjoint_inplace, haar_forward_inplace
+from lbdviewer.wavelets import (
+    LANES,
+    HaarTransform,
+    haar_adjoint_inplace,
+    haar_adjoint_lanes,
+    haar_forward_inplace,
+    haar_forward_lanes,
+)
 
 SHAPES = [(1, 1), (1, 7), (7, 1), (3, 5), (5, 6), (8, 8), (9, 16), (32, 32)]
 
@@ -76,6 +83,24 @@ def test_numba_kernels_match_numpy(shape):
     np.testing.assert_allclose(flat, haar.forward(x).ravel(), atol=1e-6)
     haar_adjoint_inplace(flat, scratch, *shape)
     np.testing.assert_allclose(flat, x.ravel(), atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (32, 32), (7, 2), (1, 6), (5, 1)])
+def test_lane_kernels_match_the_one_image_kernels_bit_for_bit(shape):
+    n = shape[0] * shape[1]
+    images = np.random.default_rng(5).standard_normal((LANES, n)).astype(np.float32)
+    interleaved = images.T.ravel().copy()  # element j of image k at j * LANES + k
+    coefficients, block = np.empty_like(interleaved), np.empty_like(interleaved)
+    haar_forward_lanes(interleaved, coefficients, block, *shape)
+    expected, scratch = images.copy(), np.empty(max(shape), dtype=np.float32)
+    for image in expected:
+        haar_forward_inplace(image, scratch, *shape)
+    np.testing.assert_array_equal(coefficients.reshape(n, LANES).T, expected)
+    haar_adjoint_lanes(coefficients, block, *shape)
+    for image in expected:
+        haar_adjoint_inplace(image, scratch, *shape)
+    np.testing.assert_array_equal(coefficients.reshape(n, LANES).T, expected)
+    np.testing.assert_allclose(expected, images, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (2, 2, 2)])

@@ -233,37 +233,12 @@ def sparse_forward_lanes(x, factors, work, out):
     """
     f_ptr, f_idx, f_val, p_ptr, p_source, p_val, stencil, anchor, width = factors
     n = x.shape[0] // LANES
-    kh, kw = stencil.shape
-    if kh > 0:
-        span = (width - kw + 1) * LANES
-        for row in range(n // width - kh + 1):
-            acc = work[row * width * LANES: row * width * LANES + span]
-            acc[:] = 0.0
-            for i in range(kh):
-                for j in range(kw):
-                    w = stencil[i, j]
-                    source = x[((row + i) * width + j) * LANES:]
-                    for q in range(span):
-                        acc[q] += w * source[q]
+    _stencil_lanes(x, work, stencil, width, True)
     for f in range(anchor.shape[0]):
         if anchor[f] < 0:
-            base = (n + f) * LANES
-            for k in range(LANES):
-                work[base + k] = 0.0
-            for jj in range(f_ptr[f], f_ptr[f + 1]):
-                v = f_val[jj]
-                source = f_idx[jj] * LANES
-                for k in range(LANES):
-                    work[base + k] += v * x[source + k]
+            _csr_row_lanes(f_ptr, f_idx, f_val, f, x, work, (n + f) * LANES, True)
     for i in range(p_ptr.shape[0] - 1):
-        base = i * LANES
-        for k in range(LANES):
-            out[base + k] = 0.0
-        for jj in range(p_ptr[i], p_ptr[i + 1]):
-            v = p_val[jj]
-            source = p_source[jj] * LANES
-            for k in range(LANES):
-                out[base + k] += v * work[source + k]
+        _csr_row_lanes(p_ptr, p_source, p_val, i, work, out, i * LANES, True)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -279,29 +254,63 @@ def sparse_adjoint_lanes(r, factors, work, out):
     n = out.shape[0] // LANES
     work[:] = 0.0
     for i in range(p_ptr.shape[0] - 1):
-        source = i * LANES
-        for jj in range(p_ptr[i], p_ptr[i + 1]):
-            v = p_val[jj]
-            target = p_source[jj] * LANES
-            for k in range(LANES):
-                work[target + k] += v * r[source + k]
+        _csr_row_lanes(p_ptr, p_source, p_val, i, work, r, i * LANES, False)
     out[:] = 0.0
     for f in range(anchor.shape[0]):
         if anchor[f] < 0:
-            source = (n + f) * LANES
-            for jj in range(f_ptr[f], f_ptr[f + 1]):
-                v = f_val[jj]
-                target = f_idx[jj] * LANES
-                for k in range(LANES):
-                    out[target + k] += v * work[source + k]
+            _csr_row_lanes(f_ptr, f_idx, f_val, f, out, work, (n + f) * LANES, False)
+    _stencil_lanes(out, work, stencil, width, False)
+
+
+# The forward and adjoint kernels above are mirror images: each part of L (the
+# shared stencil, the fields' own taps, the pairs) is one kernel below with the
+# direction as an argument, a constant where it is inlined.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _csr_row_lanes(ptr, indices, values, row, dense, packed, base, gather):
+    r"""Row ``row`` of a CSR matrix :math:`A` on ``LANES`` interleaved vectors, either way.
+
+    ``gather``: ``packed[base + k]`` :math:`= \sum_j A_{row, j}` ``dense[j * LANES + k]``
+    (the forward product, terms in index order); else ``dense[j * LANES + k]``
+    :math:`\mathrel{+}= A_{row, j}` ``packed[base + k]`` (the adjoint's scatter).
+    """
+    if gather:
+        for k in range(LANES):
+            packed[base + k] = 0.0
+    for jj in range(ptr[row], ptr[row + 1]):
+        v = values[jj]
+        place = indices[jj] * LANES
+        if gather:
+            for k in range(LANES):
+                packed[base + k] += v * dense[place + k]
+        else:
+            for k in range(LANES):
+                dense[place + k] += v * packed[base + k]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _stencil_lanes(image, filtered, stencil, width, correlate):
+    """``filtered`` = ``image`` correlated with ``stencil`` (``correlate``), else ``image`` += the transpose on ``filtered``.
+
+    ``filtered`` holds, at the flat index of each valid top-left corner, the
+    stencil's response there (``width`` pixels a row, ``LANES`` values a
+    pixel); an empty stencil does nothing.
+    """
     kh, kw = stencil.shape
     if kh > 0:
         span = (width - kw + 1) * LANES
-        for row in range(n // width - kh + 1):
-            gradient = work[row * width * LANES: row * width * LANES + span]
+        for row in range(image.shape[0] // LANES // width - kh + 1):
+            line = filtered[row * width * LANES: row * width * LANES + span]
+            if correlate:
+                line[:] = 0.0
             for i in range(kh):
                 for j in range(kw):
                     w = stencil[i, j]
-                    target = out[((row + i) * width + j) * LANES:]
-                    for q in range(span):
-                        target[q] += w * gradient[q]
+                    shifted = image[((row + i) * width + j) * LANES:]
+                    if correlate:
+                        for q in range(span):
+                            line[q] += w * shifted[q]
+                    else:
+                        for q in range(span):
+                            shifted[q] += w * line[q]

@@ -69,7 +69,7 @@ class PrimalDualL1(BatchedSolver):
     Raises
     ------
     ValueError
-        On bad parameters; the message names the parameter and the value.
+        On bad parameters, as :class:`~lbdviewer.solvers.BIHT` does.
 
     Notes
     -----
@@ -272,13 +272,7 @@ def _primal_dual_rows(rows, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iteratio
         count = group.shape[0]
         for k in range(LANES):
             row = group[min(k, count - 1)]  # padding lanes repeat the last row
-            to_lane(xs, x[row], k)
-            to_lane(wxs, wx[row], k)
-            to_lane(wxb, wx_bar[row], k)
-            to_lane(ss, s[row], k)
-            to_lane(lxs, lx[row], k)
-            to_lane(lxb, lx_bar[row], k)
-            to_lane(rs, r[row], k)
+            _exchange_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r, True)
             to_lane(bs, b[row], k)
             live[k] = k < count
             shifts[k] = np.nan  # of the last projection: the next one starts there
@@ -305,7 +299,7 @@ def _primal_dual_rows(rows, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iteratio
                         continue
                     live[k] = False  # an exact fixed point: store the row as it is
                     active[row] = False
-                    _store_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r)
+                    _exchange_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r, False)
                 _copy_lane(xs, new_x, k)  # frozen or padding lanes stand still
             if n_live == 0:
                 break
@@ -321,7 +315,7 @@ def _primal_dual_rows(rows, x, lx, wx, lx_bar, wx_bar, r, s, b, active, iteratio
             wxs, ws = ws, wxs
         for k in range(count):
             if live[k]:
-                _store_row(group[k], k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r)
+                _exchange_row(group[k], k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r, False)
         for k in range(count):
             objective[group[k]] = _objective_row(lx[group[k]], wx[group[k]], b[group[k]], lam)
 
@@ -516,12 +510,21 @@ def _copy_lane(source, target, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def _store_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r):
-    """Copy lane ``k`` of the interleaved state back to row ``row`` of the run arrays."""
-    from_lane(xs, x[row], k)
-    from_lane(wxs, wx[row], k)
-    from_lane(wxb, wx_bar[row], k)
-    from_lane(ss, s[row], k)
-    from_lane(lxs, lx[row], k)
-    from_lane(lxb, lx_bar[row], k)
-    from_lane(rs, r[row], k)
+def _exchange_row(row, k, xs, wxs, wxb, ss, lxs, lxb, rs, x, wx, wx_bar, s, lx, lx_bar, r, into_lanes):
+    """Copy row ``row`` of the run arrays into lane ``k`` of the interleaved state (``into_lanes``), or back."""
+    _exchange(xs, x[row], k, into_lanes)
+    _exchange(wxs, wx[row], k, into_lanes)
+    _exchange(wxb, wx_bar[row], k, into_lanes)
+    _exchange(ss, s[row], k, into_lanes)
+    _exchange(lxs, lx[row], k, into_lanes)
+    _exchange(lxb, lx_bar[row], k, into_lanes)
+    _exchange(rs, r[row], k, into_lanes)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _exchange(lanes, values, k, into_lanes):
+    """:func:`~lbdviewer.solvers._kernels.to_lane` if ``into_lanes``, else ``from_lane``."""
+    if into_lanes:
+        to_lane(lanes, values, k)
+    else:
+        from_lane(lanes, values, k)
