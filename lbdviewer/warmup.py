@@ -22,7 +22,8 @@ def compile_kernels():
     """Run every solver path once on tiny problems (BRIEF and FREAK), so numba compiles and caches it.
 
     Patch BIHT and primal-dual, the whole image patchwise and jointly from
-    bits (sign consistency and the noisy-bit likelihood), the joint primal-dual from real values, describing and the metrics.
+    bits (sign consistency and the noisy-bit likelihood), the joint
+    primal-dual from real values, describing and the metrics.
 
     Examples
     --------
