@@ -37,7 +37,7 @@ METHODS = ("consistency", "likelihood", "biht", "primal-dual")
 WHOLE_IMAGE_METHODS = ("consistency", "likelihood")  # bits only, joint mode only
 DEFAULT_ITERATIONS = {("patches", "biht"): 200, ("patches", "primal-dual"): 1000,
                       ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): 200,
-                      ("joint", "likelihood"): 250}
+                      ("joint", "likelihood"): 160}
 
 
 def default_method(mode, binary):
