@@ -304,7 +304,7 @@ def sample_images():
     Examples
     --------
     >>> sorted(sample_images())
-    ['astronaut', 'book-titles', 'camera', 'shapes']
+    ['astronaut', 'book-titles', 'camera', 'document', 'shapes']
     """
     return {path.stem: path for path in sorted(RESOURCES.glob(f"*{SAMPLE_SUFFIX}"))}
 

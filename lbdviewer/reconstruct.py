@@ -30,12 +30,14 @@ from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.sites import coverage
 from lbdviewer.solvers import BIHT, PrimalDualL1
-from lbdviewer.solvers.whole_image import CoarseToDense, FlatRange, JointBIHT
+from lbdviewer.solvers.whole_image import CoarseToDense, FlatRange, JointBIHT, JointLikelihood
 
 MODES = ("joint", "patches")
-METHODS = ("consistency", "biht", "primal-dual")
+METHODS = ("consistency", "likelihood", "biht", "primal-dual")
+WHOLE_IMAGE_METHODS = ("consistency", "likelihood")  # bits only, joint mode only
 DEFAULT_ITERATIONS = {("patches", "biht"): 200, ("patches", "primal-dual"): 1000,
-                      ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): 200}
+                      ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): 200,
+                      ("joint", "likelihood"): 160}
 
 
 def default_method(mode, binary):
@@ -222,10 +224,11 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
         Image shape ``(H, W)``.
     mode : {"joint", "patches"}, optional
         Default: ``"joint"`` where patches overlap, ``"patches"`` otherwise.
-    method : {"consistency", "biht", "primal-dual"}, optional
-        Default :func:`default_method`. BIHT and consistency need bits;
-        consistency solves only the joint whole image; primal-dual takes
-        bits or real values.
+    method : {"consistency", "likelihood", "biht", "primal-dual"}, optional
+        Default :func:`default_method`. BIHT, consistency and likelihood
+        need bits; consistency and likelihood (bits as noisy signs,
+        :class:`lbdviewer.solvers.whole_image.JointLikelihood`) solve only
+        the joint whole image; primal-dual takes bits or real values.
     iterations : int, optional
         Default ``DEFAULT_ITERATIONS[(mode, method)]`` (paper: 200 BIHT,
         1000 primal-dual per patch).
@@ -261,10 +264,10 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     if method is None:
         method = default_method(mode, kind != "real")
     check_choice("method", method, METHODS)
-    if method in ("biht", "consistency") and kind == "real":
+    if method in ("biht", *WHOLE_IMAGE_METHODS) and kind == "real":
         raise ValueError(f"method {method!r} needs binary descriptors, got real values (use 'primal-dual')")
-    if method == "consistency" and mode != "joint":
-        raise ValueError("method 'consistency' solves the whole image at once: use mode 'joint'")
+    if method in WHOLE_IMAGE_METHODS and mode != "joint":
+        raise ValueError(f"method {method!r} solves the whole image at once: use mode 'joint'")
     iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
     params = {"mode": mode, "method": method, "iterations": iterations, "sparsity": float(sparsity),
               "lam": float(lam), "sites": int(len(sites)), "m": int(m), "binary": kind != "real",
@@ -356,6 +359,9 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
     if method == "consistency":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
         solver = CoarseToDense(operator, bits, sites, shape, iterations)
+    elif method == "likelihood":
+        bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
+        solver = JointLikelihood(operator, bits, sites, shape, iterations)
     elif method == "biht":
         packed = descriptors if kind == "packed" else pack_bits(descriptors)
         solver = JointBIHT(operator, packed, covered_counts=counts, sparsity=sparsity, iterations=iterations)

@@ -22,7 +22,8 @@ def compile_kernels():
     """Run every solver path once on tiny problems (BRIEF and FREAK), so numba compiles and caches it.
 
     Patch BIHT and primal-dual, the whole image patchwise and jointly from
-    bits, the joint primal-dual from real values, describing and the metrics.
+    bits (sign consistency and the noisy-bit likelihood), the joint
+    primal-dual from real values, describing and the metrics.
 
     Examples
     --------
@@ -38,6 +39,7 @@ def compile_kernels():
         reconstruct_patches(operator.describe(patch), operator, method="biht", iterations=2)
         reconstruct_patches(operator.describe(patch, binary=False), operator, method="primal-dual", iterations=2)
         bits = describe_sites(image, sites, pattern)
+        reconstruct_image(bits, sites, pattern, shape=image.shape, method="likelihood", iterations=2)
         for mode in ("patches", "joint"):
             result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=mode, iterations=2)
         values = describe_sites(image, sites, pattern, binary=False)

@@ -13,8 +13,12 @@ The reference rows run the offset-32 patchwise solve again with the slow,
 obviously-correct path (dense ``(M, N)`` matrix operator, generic batched
 BIHT) and give its time as a ratio to the default path.
 
-Usage: ``python scripts/bench_images.py [--quick] [--offsets 32 8 1] [--json OUT.json]``
-(``--quick``: a 128x128 crop, offsets 32 and 8, 20 iterations).
+Each row reports the Pearson ``correlation`` and the Spearman
+``rank_correlation`` (invariant to tone maps) over the covered pixels.
+
+Usage: ``python scripts/bench_images.py [--quick] [--offsets 32 8 1] [--images camera astronaut]
+[--modes patches joint] [--method NAME] [--no-reference] [--json OUT.json]`` (``--quick``: a 128x128
+crop, offsets 32 and 8, 20 iterations; ``--method``: the joint solver, default the library's).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ def _rss_mb():
 def run_row(spec):
     """Run one row in this process and return its measurements (a dict)."""
     from lbdviewer.io import sample_image
-    from lbdviewer.metrics import correlation
+    from lbdviewer.metrics import correlation, rank_correlation
     from lbdviewer.operators import DescriptorOperator, unpack_bits
     from lbdviewer.patterns import make_pattern
     from lbdviewer.reconstruct import average_patches, describe_sites, reconstruct_image
@@ -59,13 +63,15 @@ def run_row(spec):
         covered, method = counts > 0, "biht"
     else:
         result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=spec["mode"],
+                                   method=spec.get("method") if spec["mode"] == "joint" else None,
                                    iterations=spec["iterations"])
         estimate, covered, method = result.image, result.covered, result.method
     seconds = time.perf_counter() - started
     return {**spec, "method": method, "shape": list(image.shape), "sites": int(len(sites)),
             "seconds": round(seconds, 2),
             "setup_rss_mb": round(setup, 1), "peak_rss_mb": round(_rss_mb(), 1),
-            "correlation": round(correlation(image, estimate, mask=covered), 4)}
+            "correlation": round(correlation(image, estimate, mask=covered), 4),
+            "rank_correlation": round(rank_correlation(image, estimate, mask=covered), 4)}
 
 
 def _spawn(spec):
@@ -80,6 +86,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="128x128 crop, offsets 32 and 8, 20 iterations")
     parser.add_argument("--offsets", type=int, nargs="+", default=None, help="grid offsets (default 32 8 1)")
+    parser.add_argument("--images", nargs="+", default=["camera"], help="sample images (default camera)")
+    parser.add_argument("--modes", nargs="+", default=["patches", "joint"], choices=("patches", "joint"))
+    parser.add_argument("--method", default=None, help="joint solver (default: the library's)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the dense reference rows")
     parser.add_argument("--json", metavar="OUT.json", help="also write all rows to this file")
     parser.add_argument("--row", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -88,27 +98,29 @@ def main(argv=None):
         return 0
     offsets = args.offsets or ([32, 8] if args.quick else [32, 8, 1])
     base = {"image": "camera", "crop": list(QUICK_CROP) if args.quick else None,
-            "iterations": 20 if args.quick else None}
-    specs = [{**base, "offset": offset, "descriptor": family, "mode": mode}
-             for offset in offsets for family in ("brief", "freak") for mode in ("patches", "joint")]
+            "iterations": 20 if args.quick else None, "method": args.method}
+    specs = [{**base, "image": name, "offset": offset, "descriptor": family, "mode": mode}
+             for name in args.images for offset in offsets for family in ("brief", "freak") for mode in args.modes]
     rows = []
-    header = (f"{'offset':>6} {'descriptor':10} {'mode':9} {'method':12} {'sites':>7} {'seconds':>8} "
-              f"{'peak MB':>8} {'corr':>6}")
+    header = (f"{'image':10} {'offset':>6} {'descriptor':10} {'mode':9} {'method':12} {'sites':>7} {'seconds':>8} "
+              f"{'peak MB':>8} {'corr':>6} {'rank':>6}")
     print(header, flush=True)
     for spec in specs:
         row = _spawn(spec)
         rows.append(row)
-        print(f"{row['offset']:>6} {row['descriptor']:10} {row['mode']:9} {row['method']:12} {row['sites']:>7} "
-              f"{row['seconds']:>8.2f} "
-              f"{row['peak_rss_mb']:>8.1f} {row['correlation']:>6.3f}", flush=True)
-    for family in ("brief", "freak"):
+        print(f"{row['image']:10} {row['offset']:>6} {row['descriptor']:10} {row['mode']:9} {row['method']:12} "
+              f"{row['sites']:>7} {row['seconds']:>8.2f} "
+              f"{row['peak_rss_mb']:>8.1f} {row['correlation']:>6.3f} {row['rank_correlation']:>6.3f}", flush=True)
+    for family in () if args.no_reference else ("brief", "freak"):
         reference = _spawn({**base, "offset": 32, "descriptor": family, "mode": "reference"})
-        fast = next((r for r in rows if r["offset"] == 32 and r["descriptor"] == family and r["mode"] == "patches"),
+        fast = next((r for r in rows if r["image"] == "camera" and r["offset"] == 32 and r["descriptor"] == family
+                     and r["mode"] == "patches"),
                     None) or _spawn({**base, "offset": 32, "descriptor": family, "mode": "patches"})
         reference["ratio_to_default"] = round(reference["seconds"] / max(fast["seconds"], 1e-9), 2)
         rows.append(reference)
-        print(f"{32:>6} {family:10} {'dense ref':9} {'biht':12} {reference['sites']:>7} {reference['seconds']:>8.2f} "
-              f"{reference['peak_rss_mb']:>8.1f} {reference['correlation']:>6.3f}  "
+        print(f"{'camera':10} {32:>6} {family:10} {'dense ref':9} {'biht':12} {reference['sites']:>7} "
+              f"{reference['seconds']:>8.2f} {reference['peak_rss_mb']:>8.1f} {reference['correlation']:>6.3f} "
+              f"{reference['rank_correlation']:>6.3f}  "
               f"= {reference['ratio_to_default']}x the default patchwise time", flush=True)
     if args.json:
         from lbdviewer.io import save_json

@@ -10,9 +10,12 @@ offset 8, M = 512 bits, :class:`lbdviewer.solvers.whole_image.JointSignConsisten
 with its default 200 iterations), runs each once to compile and warm up, then
 alternates ``--chunk`` iterations of one and of the other until both finish,
 ``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
-``working tree / REV`` is the figure to quote.
+``working tree / REV`` is the figure to quote. ``--method likelihood`` runs
+the working tree's :class:`lbdviewer.solvers.whole_image.JointLikelihood`
+(its default 250 iterations) instead, against ``REV``'s sign consistency.
 
-Usage: ``python scripts/bench_joint_ab.py REV [--descriptor brief|freak] [--image NAME] [--rounds 3] [--chunk 10]``
+Usage: ``python scripts/bench_joint_ab.py REV [--descriptor brief|freak] [--image NAME] [--method consistency|likelihood]
+[--rounds 3] [--chunk 10]``
 (the first run for a commit compiles its kernels: about a minute).
 """
 
@@ -51,7 +54,7 @@ def export_revision(rev):
     return directory
 
 
-def make_solve(package, image, descriptor):
+def make_solve(package, image, descriptor, method="consistency"):
     """A function returning a fresh joint sign-consistency generator of ``package`` on ``image``.
 
     Revisions before the solvers' ``whole_image`` module ran it as ``reconstruct.joint_consistency_steps``.
@@ -66,6 +69,9 @@ def make_solve(package, image, descriptor):
     if importlib.util.find_spec(f"{package}.solvers.whole_image") is None:
         return lambda: reconstruct.joint_consistency_steps(operator, bits)
     whole_image = importlib.import_module(f"{package}.solvers.whole_image")
+    if method == "likelihood":
+        iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "likelihood")]
+        return lambda: whole_image.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
     return lambda: whole_image.JointSignConsistency(operator, bits).steps()
 
 
@@ -90,6 +96,8 @@ def main(argv=None):
     parser.add_argument("rev", help="git revision to compare the working tree with")
     parser.add_argument("--descriptor", default="brief", choices=("brief", "freak"))
     parser.add_argument("--image", default="camera", help="sample image name (default camera)")
+    parser.add_argument("--method", default="consistency", choices=("consistency", "likelihood"),
+                        help="the working tree's joint solver (REV runs sign consistency)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=10, help="iterations run in a row (default 10)")
     args = parser.parse_args(argv)
@@ -99,13 +107,14 @@ def main(argv=None):
     image = sample_image(args.image)
     sys.path.insert(0, str(export_revision(args.rev)))
     solves = {args.rev: make_solve(RENAMED, image, args.descriptor),
-              "working tree": make_solve("lbdviewer", image, args.descriptor)}
+              "working tree": make_solve("lbdviewer", image, args.descriptor, args.method)}
     for solve in solves.values():  # compile (a commit's first run) and warm up
         for _ in solve():
             pass
     seconds = interleave(solves, args.rounds, args.chunk)
     for name, value in seconds.items():
-        print(f"{name:>14}: {value:.3f} s a solve ({args.descriptor}, {args.image}, offset 8, 200 iterations)")
+        method = args.method if name == "working tree" else "consistency"
+        print(f"{name:>14}: {value:.3f} s a solve ({args.descriptor}, {args.image}, offset 8, {method})")
     print(f"working tree / {args.rev}: {seconds['working tree'] / seconds[args.rev]:.3f}")
     return 0
 

@@ -1,7 +1,8 @@
 """Can OCR read text back from its descriptors? The paper's privacy claim, measured.
 
 ``resources/book-titles.png`` holds four printed title lines (the titles are
-``BOOK_TITLES`` of ``scripts/make_samples.py``). The image is described at a
+``BOOK_TITLES`` of ``scripts/make_samples.py``), ``resources/document.png``
+seven lines 12-35 pixels high on noisy paper (``DOCUMENT_LINES``). Each image is described at a
 grid of 32x32 patches with offset 8 by binary BRIEF and by binary FREAK
 (M = 512) and reconstructed from the bits alone, jointly and patch by patch.
 Each reconstruction (and the original, as a control) is read by ``tesseract``
@@ -16,9 +17,10 @@ A title counts as read when some OCR line matches it with a
 ``difflib.SequenceMatcher`` ratio >= 0.8 after normalising both (upper case,
 letters and single spaces only).
 
-Usage: ``python scripts/legibility.py [OUTDIR] [--psm N] [--iterations N] [--quick]``
-(reconstructions and the cleaned images are written to OUTDIR, default
-``legibility-out``; ``--quick`` uses 20 iterations: a smoke test, not a measurement).
+Usage: ``python scripts/legibility.py [OUTDIR] [--samples book-titles document] [--method NAME]
+[--modes joint patches] [--psm N] [--iterations N] [--quick]`` (reconstructions and the cleaned
+images are written to OUTDIR, default ``legibility-out``; ``--method`` names the joint solver,
+default the library's; ``--quick`` uses 20 iterations: a smoke test, not a measurement).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 import cv2
 
 from lbdviewer.io import sample_image, save_json, save_png, to_uint8
+from lbdviewer.metrics import correlation, rank_correlation
 from lbdviewer.patterns import make_pattern
 from lbdviewer.reconstruct import describe_sites, reconstruct_image
 from lbdviewer.sites import grid_sites
@@ -47,12 +50,16 @@ UPSCALE = 2
 BLUR_SIGMA = 2.0
 
 
-def book_titles():
-    """The expected title lines, read from ``scripts/make_samples.py``."""
+def expected_lines(sample):
+    """The printed lines of a sample (``book-titles`` or ``document``), read from ``scripts/make_samples.py``."""
     spec = importlib.util.spec_from_file_location("make_samples", SCRIPTS / "make_samples.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return tuple(module.BOOK_TITLES)
+    if sample == "book-titles":
+        return tuple(module.BOOK_TITLES)
+    if sample == "document":
+        return tuple(text for text, _, _ in module.DOCUMENT_LINES)
+    raise ValueError(f"sample must be 'book-titles' or 'document', got {sample!r}")
 
 
 def normalise(text):
@@ -79,7 +86,7 @@ def ocr(path, psm):
 
 
 def lines_read(text, titles):
-    """Titles matched by some OCR line at ratio >= MATCH_RATIO, and the best ratio of each."""
+    """Expected lines matched by some OCR line at ratio >= MATCH_RATIO, and the best ratio of each."""
     lines = [normalise(line) for line in text.splitlines() if normalise(line)]
     best = []
     for title in titles:
@@ -91,6 +98,10 @@ def lines_read(text, titles):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", nargs="?", default="legibility-out")
+    parser.add_argument("--samples", nargs="+", default=["book-titles", "document"],
+                        choices=("book-titles", "document"))
+    parser.add_argument("--modes", nargs="+", default=["joint", "patches"], choices=("joint", "patches"))
+    parser.add_argument("--method", default=None, help="joint solver (default: the library's)")
     parser.add_argument("--psm", type=int, default=6, help="tesseract page segmentation mode (default 6)")
     parser.add_argument("--iterations", type=int, default=None, help="solver iterations (default: the library's)")
     parser.add_argument("--quick", action="store_true", help="20 iterations (smoke test)")
@@ -101,32 +112,38 @@ def main(argv=None):
     iterations = 20 if args.quick else args.iterations
     outdir = Path(args.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    titles = book_titles()
-    image = sample_image("book-titles")
-    sites = grid_sites(image.shape, patch_size=32, offset=OFFSET)
-    runs = [("original", "-", image, {})]
-    for family in ("brief", "freak"):
-        pattern = make_pattern(family, patch_size=32, m=512)
-        bits = describe_sites(image, sites, pattern)
-        for mode in ("joint", "patches"):
-            started = time.perf_counter()
-            result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=mode,
-                                       iterations=iterations)
-            runs.append((family, mode, result.image, {"seconds": round(time.perf_counter() - started, 1),
-                                                       **result.params}))
     rows = []
-    print(f"{'descriptor':10} {'mode':8} {'clean-up':9} {'read':>5}  OCR text")
-    for family, mode, estimate, params in runs:
-        stem = family if family == "original" else f"{family}-{mode}"
-        for cleaning, pixels in (("none", estimate), ("blur-otsu", clean_up(estimate))):
-            path = save_png(outdir / f"{stem}-{cleaning}.png", pixels)
-            text = ocr(path, args.psm)
-            read, ratios = lines_read(text, titles)
-            flat = " | ".join(line.strip() for line in text.splitlines() if line.strip())
-            print(f"{family:10} {mode:8} {cleaning:9} {read:>2}/{len(titles)}  {flat}", flush=True)
-            rows.append({"descriptor": family, "mode": mode, "clean_up": cleaning, "lines_read": read,
-                         "ratios": [round(r, 3) for r in ratios], "ocr_text": text, "png": path.name, **params})
-    save_json(outdir / "legibility.json", {"titles": titles, "offset": OFFSET, "patch_size": 32, "m": 512,
+    print(f"{'sample':11} {'descriptor':10} {'mode':8} {'clean-up':9} {'read':>5} {'corr':>6} {'rank':>6}  OCR text")
+    for sample in args.samples:
+        lines = expected_lines(sample)
+        image = sample_image(sample)
+        sites = grid_sites(image.shape, patch_size=32, offset=OFFSET)
+        runs = [("original", "-", image, {})]
+        for family in ("brief", "freak"):
+            pattern = make_pattern(family, patch_size=32, m=512)
+            bits = describe_sites(image, sites, pattern)
+            for mode in args.modes:
+                started = time.perf_counter()
+                result = reconstruct_image(bits, sites, pattern, shape=image.shape, mode=mode,
+                                           method=args.method if mode == "joint" else None, iterations=iterations)
+                runs.append((family, mode, result.image, {"seconds": round(time.perf_counter() - started, 1),
+                                                           **result.params}))
+        for family, mode, estimate, params in runs:
+            stem = f"{sample}-{family}" if family == "original" else f"{sample}-{family}-{mode}"
+            quality = {"correlation": round(correlation(image, estimate), 4),
+                       "rank_correlation": round(rank_correlation(image, estimate), 4)}
+            for cleaning, pixels in (("none", estimate), ("blur-otsu", clean_up(estimate))):
+                path = save_png(outdir / f"{stem}-{cleaning}.png", pixels)
+                text = ocr(path, args.psm)
+                read, ratios = lines_read(text, lines)
+                flat = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+                print(f"{sample:11} {family:10} {mode:8} {cleaning:9} {read:>2}/{len(lines)} "
+                      f"{quality['correlation']:>6.3f} {quality['rank_correlation']:>6.3f}  {flat}", flush=True)
+                rows.append({"sample": sample, "descriptor": family, "mode": mode, "clean_up": cleaning,
+                             "lines_read": read, "lines": len(lines), **quality,
+                             "ratios": [round(r, 3) for r in ratios], "ocr_text": text, "png": path.name, **params})
+    save_json(outdir / "legibility.json", {"samples": {sample: expected_lines(sample) for sample in args.samples},
+                                          "offset": OFFSET, "patch_size": 32, "m": 512,
                                           "psm": args.psm, "match_ratio": MATCH_RATIO, "upscale": UPSCALE,
                                           "blur_sigma": BLUR_SIGMA, "rows": rows})
     return 0

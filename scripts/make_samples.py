@@ -6,7 +6,10 @@ Real photographs are copied from :mod:`skimage.data` (offline, licences in
 - ``shapes``: flat shapes whose edges take many orientations (Fig. 6 of the
   paper reconstructs such an image from 128 bits per patch);
 - ``book-titles``: four printed title lines, black on white, for the
-  legibility check of ``scripts/legibility.py``.
+  legibility check of ``scripts/legibility.py``;
+- ``document``: an identity-card-like page, seven printed lines 12-35 pixels
+  high in two fonts on paper with faint noise (sigma 3 grey levels): flat,
+  noisy regions where near-tie tests are decided by the noise.
 
 Run ``python scripts/make_samples.py`` from the repository root.
 """
@@ -21,6 +24,18 @@ import skimage.data
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 BOOK_TITLES = ("MOBY DICK", "DRACULA", "THE HOBBIT", "ULYSSES")
+#: Lines of ``document.png``: (text, Hershey font, cap height in pixels).
+DOCUMENT_LINES = (
+    ("IDENTITY CARD", cv2.FONT_HERSHEY_TRIPLEX, 35),
+    ("SURNAME MARTIN", cv2.FONT_HERSHEY_SIMPLEX, 22),
+    ("GIVEN NAMES CLAIRE ANNE", cv2.FONT_HERSHEY_SIMPLEX, 18),
+    ("NATIONALITY FRENCH", cv2.FONT_HERSHEY_TRIPLEX, 16),
+    ("PLACE OF BIRTH LYON", cv2.FONT_HERSHEY_SIMPLEX, 15),
+    ("ISSUED BY PREFECTURE DU RHONE", cv2.FONT_HERSHEY_TRIPLEX, 13),
+    ("VALID UNTIL MARCH", cv2.FONT_HERSHEY_SIMPLEX, 12),
+)
+PAPER = 236
+PAPER_NOISE = 3.0
 
 
 def shapes_image(size=256):
@@ -47,12 +62,28 @@ def book_titles_image(titles=BOOK_TITLES, *, width=512, line_height=96):
     return image
 
 
+def document_image(lines=DOCUMENT_LINES, *, width=512, height=384, seed=11):
+    """Printed lines (text, font, cap height) on paper of grey ``PAPER`` with Gaussian noise ``PAPER_NOISE``."""
+    ink = np.zeros((height, width), dtype=np.uint8)
+    gap = (height - sum(cap for _, _, cap in lines)) // (len(lines) + 1)
+    baseline = 0
+    for text, font, cap in lines:
+        baseline += gap + cap
+        scale = cap / cv2.getTextSize("H", font, 1.0, 1)[0][1]
+        thickness = max(1, round(cap / 10))
+        cv2.putText(ink, text, (24, baseline), font, scale, 255, thickness, lineType=cv2.LINE_AA)
+    noise = np.random.default_rng(seed).normal(0.0, PAPER_NOISE, (height, width))
+    image = PAPER + noise - (PAPER - 20) * (ink / 255.0)
+    return np.clip(np.round(image), 0, 255).astype(np.uint8)
+
+
 def main():
     RESOURCES.mkdir(exist_ok=True)
     cv2.imwrite(str(RESOURCES / "camera.png"), skimage.data.camera())
     cv2.imwrite(str(RESOURCES / "astronaut.png"), cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR))
     cv2.imwrite(str(RESOURCES / "shapes.png"), shapes_image())
     cv2.imwrite(str(RESOURCES / "book-titles.png"), book_titles_image())
+    cv2.imwrite(str(RESOURCES / "document.png"), document_image())
 
 
 if __name__ == "__main__":

@@ -119,3 +119,19 @@ def test_packed_bit_consistency_equals_unpacked(bitorder):
     per, overall = metrics.packed_bit_consistency(packed, reference_packed, 13, bitorder=bitorder)
     expected_per, expected_overall = metrics.bit_consistency(bits, reference_bits)
     assert np.array_equal(per, expected_per) and overall == expected_overall
+
+
+def test_rank_correlation_ignores_tone_maps_but_not_orderings():
+    rng = np.random.default_rng(1)
+    reference = rng.random((16, 16))
+    assert metrics.rank_correlation(reference, reference ** 3) == pytest.approx(1.0)
+    assert metrics.correlation(reference, reference ** 3) < 0.95  # Pearson sees the tone map
+    assert metrics.rank_correlation(reference, 1 - reference) == pytest.approx(-1.0)
+    swapped = reference.copy()
+    swapped[:, :8] = reference[:, 8:]
+    swapped[:, 8:] = reference[:, :8]
+    assert abs(metrics.rank_correlation(reference, swapped)) < 0.3
+    mask = np.ones((16, 16), bool); mask[:, 8:] = False
+    assert metrics.rank_correlation(reference, np.where(mask, np.sqrt(reference), 0.0), mask=mask) == pytest.approx(1.0)
+    assert metrics.rank_correlation(reference, np.zeros((16, 16))) == 0.0
+    assert "rank_correlation" in metrics.image_metrics(reference, reference ** 2)

@@ -53,6 +53,7 @@ from lbdviewer._validation import check_choice
 from lbdviewer.joint._kernels import (
     _adjoint_blocks, _bits_blocks, _block_words, _box_corners, _box_planes, _correlate_phased,
     _correlate_phased_adjoint, _forward_blocks, _integral, _integral_adjoint, _reorder_phases)
+from lbdviewer.joint._likelihood_kernels import _likelihood_blocks
 from lbdviewer.joint._tables import build_tables
 from lbdviewer.patterns.base import Pattern
 from lbdviewer.linear import power_norm
@@ -479,6 +480,61 @@ class JointOperator:
         out, results = self._back_project(
             _bits_blocks, image.ravel(), *self._filter(image), words, np.ascontiguousarray(margin), True,
             self.tie_positive, self.dtype.type(atol), self.m)
+        return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
+                int(sum(r[1] for r in results)))
+
+    def bit_likelihood(self, x, words, keep_words, margin, inverse_noise, *, hinge_weight=0.0, logistic_weight=1.0,
+                       atol=TIE_ATOL):
+        r"""Noisy-bit loss of the bits, its gradient and the bits reproduced, in one pass.
+
+        With :math:`b` the target signs, :math:`z = b \odot (A x) / \sigma`,
+        :math:`\delta` the margins on the strict side and :math:`K` the
+        tests kept,
+
+        .. math::  \ell(x) = \sum_{(s,i) \in K} \Big(\lambda_\ell \tfrac12\big(\sqrt{1 + z_{si}^2} - z_{si}\big)
+                   + \lambda_h \big[\delta_{si} - b_{si} (A x)_{si}\big]_+^2\Big).
+
+        Parameters
+        ----------
+        x : array_like, shape (H, W)
+        words, keep_words : ndarray of uint64
+            Target bits and the mask of tests kept, from :meth:`block_bits`.
+        margin, inverse_noise : ndarray, shape (len(patterns), M)
+            :math:`\delta` and :math:`1 / \sigma` of each test of each pattern.
+        hinge_weight, logistic_weight : float
+            :math:`\lambda_h`, :math:`\lambda_\ell`.
+        atol : float
+            Tie tolerance of the bit count.
+
+        Returns
+        -------
+        value : float
+        gradient : ndarray, shape (H, W)
+        agree : int
+            Bits of ``sign(A x)`` (ties per the patterns) equal to the target.
+
+        Examples
+        --------
+        >>> from lbdviewer.patterns import make_pattern
+        >>> op = JointOperator((8, 8), [[0, 0]], make_pattern("brief", patch_size=8, m=16))
+        >>> ones = np.ones((1, 16), np.float32)
+        >>> value, gradient, agree = op.bit_likelihood(np.full((8, 8), 0.5), op.block_bits(np.ones((1, 16), bool)),
+        ...                                            op.block_bits(np.ones((1, 16), bool)), ones, ones)
+        >>> round(value, 6), gradient.shape, agree          # z = 0: each test costs 1/2
+        (8.0, (8, 8), 0)
+        """
+        image = np.ascontiguousarray(self._as_image(x, "x"))
+        blocks = (len(self._block_start) - 1, self.m)
+        expected = {"words": blocks, "keep_words": blocks,
+                    "margin": (len(self.patterns), self.m), "inverse_noise": (len(self.patterns), self.m)}
+        arrays = {"words": words, "keep_words": keep_words, "margin": margin, "inverse_noise": inverse_noise}
+        for name, array in arrays.items():
+            if np.shape(array) != expected[name] or (name.endswith("words") and array.dtype != np.uint64):
+                raise ValueError(f"{name} must have shape {expected[name]}, got {np.shape(array)}")
+        tables = [np.ascontiguousarray(arrays[name], dtype=self.dtype) for name in ("margin", "inverse_noise")]
+        out, results = self._back_project(
+            _likelihood_blocks, image.ravel(), *self._filter(image), words, keep_words, *tables, float(hinge_weight),
+            float(logistic_weight), self.tie_positive, self.dtype.type(atol), self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))
 

@@ -387,20 +387,7 @@ class SignConsistency:
         over the ranges) and ``max |p|`` too (else None, None).
         """
         image = x.reshape(self.shape)
-        if callable(getattr(self.operator, "squared_hinge", None)):
-            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol)
-            consistency = agree / self.n_bits
-        else:
-            values = self.operator.forward(image)
-            positive = np.unpackbits(self.packed, axis=1, count=values.shape[-1], bitorder="little") == 1
-            sign = np.where(positive, np.float32(1.0), np.float32(-1.0))
-            rows = self.margin[getattr(self.operator, "site_pattern", np.zeros(len(values), dtype=int))]
-            strict = ~positive if self.tie_positive else positive  # the side taking ties needs no margin
-            residual = np.maximum(np.where(strict, rows, 0.0) - sign * values, 0.0)
-            value = float(np.sum(residual.astype(np.float64) ** 2))
-            gradient = self.operator.adjoint(-2.0 * sign * residual)
-            bits = sign_with_ties(values, tie_positive=self.tie_positive, atol=self.atol)
-            consistency = float(np.mean((bits > 0) == positive))
+        value, gradient, consistency = self._data_term(image)
         gradient = np.asarray(gradient, dtype=np.float32).reshape(self.shape)
         flat = gradient.ravel()
         x_old, gradient_old, row = previous if previous is not None else (x, flat, 0)
@@ -419,6 +406,24 @@ class SignConsistency:
         if memory is None:
             return value, flat, consistency, None, None
         return value, flat, consistency, sum(part[1] for part in parts), max(part[2] for part in parts)
+
+    def _data_term(self, image):
+        """The squared hinge at ``image``: its value, gradient (an image) and share of bits reproduced."""
+        if callable(getattr(self.operator, "squared_hinge", None)):
+            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol)
+            consistency = agree / self.n_bits
+        else:
+            values = self.operator.forward(image)
+            positive = np.unpackbits(self.packed, axis=1, count=values.shape[-1], bitorder="little") == 1
+            sign = np.where(positive, np.float32(1.0), np.float32(-1.0))
+            rows = self.margin[getattr(self.operator, "site_pattern", np.zeros(len(values), dtype=int))]
+            strict = ~positive if self.tie_positive else positive  # the side taking ties needs no margin
+            residual = np.maximum(np.where(strict, rows, 0.0) - sign * values, 0.0)
+            value = float(np.sum(residual.astype(np.float64) ** 2))
+            gradient = self.operator.adjoint(-2.0 * sign * residual)
+            bits = sign_with_ties(values, tie_positive=self.tie_positive, atol=self.atol)
+            consistency = float(np.mean((bits > 0) == positive))
+        return value, gradient, consistency
 
     def _state(self, iteration, x, objective, consistency, finished):
         return SolverState(
