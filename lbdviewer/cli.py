@@ -19,6 +19,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import warnings
 
 from lbdviewer.commands._args import CommandParser, HelpFormatter
 
@@ -121,6 +122,10 @@ def _ensure_standard_streams():
             setattr(sys, name, open(os.devnull, "w"))
 
 
+def _format_warning(message, category, filename, lineno, line=None):
+    return f"lbdviewer: warning: {message}\n"
+
+
 def _error(command, message):
     print(f"lbdviewer{' ' + command if command else ''}: error: {message}", file=sys.stderr)
     return 2
@@ -129,6 +134,7 @@ def _error(command, message):
 def main(argv=None):
     """Run the ``lbdviewer`` command line; return the exit status."""
     _ensure_standard_streams()
+    warnings.formatwarning = _format_warning  # one line, no source line, for a user
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
@@ -137,6 +143,8 @@ def main(argv=None):
         return 130
     except BrokenPipeError:  # output piped into a reader that stopped (`| head`)
         return 0
+    except SystemExit as stop:  # argparse: --help, --version (0) or a refused option (2)
+        return stop.code if isinstance(stop.code, int) else 2
 
 
 def _main(argv):

@@ -321,6 +321,10 @@ def check_archive(handle, name, *, max_keypoints=None):
             if rows_limit is not None and len(shape) >= 1:
                 check_keypoints(shape[0], f"feature file {name!r} ({key!r} has {shape[0]:,} rows)",
                                 limit=rows_limit)
+            if key == "descriptors" and len(shape) == 2 and shape[1] > MAX_DESCRIPTOR_BYTES:
+                raise limits.ResourceLimitError(
+                    f"feature file {name!r} declares descriptors of {shape[1]:,} bytes each, more than "
+                    f"{MAX_DESCRIPTOR_BYTES} ({8 * MAX_DESCRIPTOR_BYTES} bits)")
             if declared > bytes_limit:
                 raise limits.ResourceLimitError(
                     f"feature file {name!r} member {key!r} declares shape {tuple(shape)} of {dtype} "

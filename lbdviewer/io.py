@@ -119,6 +119,7 @@ def load_image(path, *, max_pixels=None):
     >>> image.shape, image.dtype, bool(0.0 <= image.min() <= image.max() <= 1.0)
     ((512, 512), dtype('float64'), True)
     """
+    max_pixels = limits.max_pixels(max_pixels)
     path = Path(path)
     if not path.exists():
         raise ValueError(f"image file {str(path)!r} does not exist")
@@ -132,7 +133,7 @@ def load_image(path, *, max_pixels=None):
         raise ValueError(f"image file {str(path)!r} is not a PNG, JPEG, TIFF, BMP or PNM image "
                          "(or its header is cut short)")
     height, width, _ = header
-    check_pixels(height, width, f"image file {str(path)!r}", limit=limits.max_pixels(max_pixels))
+    check_pixels(height, width, f"image file {str(path)!r}", limit=max_pixels)
     try:
         array = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
     except cv2.error as error:
@@ -140,7 +141,7 @@ def load_image(path, *, max_pixels=None):
     if array is None:
         raise ValueError(f"image file {str(path)!r} could not be decoded (truncated or corrupt)")
     # The decoder may read a size the header parser did not see (a TIFF's later directory).
-    check_pixels(array.shape[0], array.shape[1], f"image file {str(path)!r}", limit=limits.max_pixels(max_pixels))
+    check_pixels(array.shape[0], array.shape[1], f"image file {str(path)!r}", limit=max_pixels)
     return to_gray(array, name=f"image file {str(path)!r}")
 
 

@@ -50,7 +50,7 @@ def progress_bar(total=None, *, desc, unit="it", quiet=False):
     Examples
     --------
     >>> with progress_bar(3, desc="work", quiet=True) as bar:
-    ...     bar.update(3)
+    ...     bar.disable
     True
     """
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True,
@@ -62,10 +62,11 @@ def advance(bar, done, total=None):
 
     Examples
     --------
-    >>> with progress_bar(10, desc="x", quiet=True) as bar:
-    ...     advance(bar, 4)
-    ...     bar.n
-    4
+    >>> import io
+    >>> with tqdm(total=10, file=io.StringIO()) as bar:
+    ...     advance(bar, 4, 20)
+    ...     bar.n, bar.total
+    (4, 20)
     """
     if total is not None and total != bar.total:
         bar.total = total

@@ -54,6 +54,10 @@ class CommandParser(argparse.ArgumentParser):
         kwargs["description"] = plain(kwargs.get("description"))
         super().__init__(*args, **kwargs)
 
+    def error(self, message):
+        """Print one line naming the problem and where help is, then exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n(run '{self.prog} --help' for the options)\n")
+
     def add_argument(self, *args, **kwargs):
         if "help" in kwargs:
             kwargs["help"] = plain(kwargs["help"])
