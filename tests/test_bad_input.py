@@ -383,7 +383,38 @@ API_CASES = {
     "check-keypoints": (lambda: limits.check_keypoints(7, "my file", limit=6), "my file declares 7 keypoints"),
     "load-image-max-pixels-zero": (lambda: load_image(__file__, max_pixels=0), "--max-pixels must be a positive"),
     "load-features-missing": (lambda: load_features("/nonexistent/f.npz"), "cannot read feature file"),
+    "describe-nan-pixel": (lambda: _operator().describe(_patch(np.nan)), "patches must be finite"),
+    "describe-inf-pixel": (lambda: _operator().describe(_patch(np.inf)), "patches must be finite"),
+    "describe-none-pixel": (lambda: _operator().describe(_patch(None).tolist()), "patches must be finite"),
+    "describe-none": (lambda: _operator().describe(None), "patches must be an array of numbers, got None"),
+    "describe-text": (lambda: _operator().describe("abc"), "patches must be an array of numbers"),
+    "describe-wrong-shape": (lambda: _operator().describe(np.zeros((7, 7))), "patches must have shape"),
+    "describe-sites-nan": (lambda: _describe_sites(_patch(np.nan, 24)), "image must be finite"),
+    "describe-sites-minus-inf": (lambda: _describe_sites(_patch(-np.inf, 24)), "image must be finite"),
+    "describe-sites-none": (lambda: _describe_sites(None), "image must be an array of numbers, got None"),
+    "describe-sites-none-pixel": (lambda: _describe_sites(_patch(None, 24).tolist()), "image must be finite"),
+    "describe-sites-3d": (lambda: _describe_sites(np.zeros((24, 24, 3))), "image must be a 2-D gray image"),
 }
+
+
+def _operator():
+    from lbdviewer.operators import DescriptorOperator
+    from lbdviewer.patterns import make_pattern
+
+    return DescriptorOperator(make_pattern("brief", patch_size=8, m=16))
+
+
+def _patch(bad, side=8):
+    patch = np.full((side, side), 0.5, dtype=object if bad is None else np.float64)
+    patch[3, 4] = bad
+    return patch
+
+
+def _describe_sites(image):
+    from lbdviewer.patterns import make_pattern
+    from lbdviewer.reconstruct import describe_sites
+
+    return describe_sites(image, [[0, 0], [8, 8]], make_pattern("brief", patch_size=8, m=16))
 
 
 @pytest.mark.parametrize("case", list(API_CASES))
