@@ -145,11 +145,11 @@ def _metrics(args, image, sites, pattern, descriptors, result):
         "sites": int(len(sites)),
         "uncovered_pixels": int((~result.covered).sum()),
         "parameters": {
-            "descriptor": args.descriptor, "patch_size": pattern.patch_size, "m": pattern.m,
-            "sites": args.sites,
+            **result.params,
+            "descriptor": args.descriptor, "patch_size": int(pattern.patch_size), "m": pattern.m,
+            "site_layout": args.sites,
             "offset": None if args.sites == "fast" else (DEFAULT_OFFSET if args.offset is None else args.offset),
-            "real": bool(args.real), "seed": args.seed,
-            **result.params, "pattern": pattern.describe_params(),
+            "real": bool(args.real), "seed": args.seed, "pattern": pattern.describe_params(),
         },
         "versions": {"numpy": np.__version__},
     }
