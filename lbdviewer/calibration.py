@@ -96,16 +96,16 @@ def _fallback_dir():
 
 
 def _read_entry(path):
-    """The arrays of a cache file and what is wrong with it (None if nothing is)."""
+    """The arrays of a cache file, whether it carries a checksum, and what is wrong with it (None if nothing)."""
     try:
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
             stored = {name: data[name] for name in data.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
-        return None, f"is unreadable ({type(error).__name__}: {error})"
+        return None, False, f"is unreadable ({type(error).__name__}: {error})"
     checksum = stored.pop(CHECKSUM_KEY, None)
-    if checksum is None or not np.array_equal(checksum, arrays_checksum(stored)):
-        return None, "fails its checksum"
-    return stored, None
+    if checksum is not None and not np.array_equal(checksum, arrays_checksum(stored)):
+        return None, True, "fails its checksum"
+    return stored, checksum is not None, None
 
 
 def _probe_problem(arrays, recorded, probe):
@@ -166,8 +166,14 @@ def cached_arrays(key, compute, *, probe=None):
     if not path.exists() and fallback.exists():  # an earlier run could not write the cache folder
         path = fallback
     if path.exists():
-        stored, problem = _read_entry(path)
-        if stored is not None:
+        stored, checked, problem = _read_entry(path)
+        if stored is not None and not checked:  # written before entries carried checksums and probes
+            arrays = {name: value for name, value in stored.items() if name != PROBE_KEY}
+            if probe is None or not _probe_problem(arrays, probe(arrays)[0], probe):
+                _store(cache_dir() / path.name, _entry(key, arrays, probe))
+                return arrays
+            problem = "(written by an older lbdviewer) does not predict the library's bits"
+        elif stored is not None:
             recorded = stored.pop(PROBE_KEY, None)
             problem = None if probe is None else _probe_problem(stored, recorded, probe)
             if problem is None:
@@ -175,6 +181,12 @@ def cached_arrays(key, compute, *, probe=None):
         warnings.warn(f"calibration cache entry {str(path)!r} {problem}; recomputing it", CacheWarning,
                       stacklevel=2)
     arrays = {name: np.asarray(value) for name, value in compute().items()}
+    _store(cache_dir() / path.name, _entry(key, arrays, probe))
+    return arrays
+
+
+def _entry(key, arrays, probe):
+    """``arrays`` with the probe's library bits and the checksum, as stored."""
     entry = dict(arrays)
     if probe is not None:
         library, predicted = (np.asarray(bits, dtype=bool) for bits in probe(arrays))
@@ -182,8 +194,7 @@ def cached_arrays(key, compute, *, probe=None):
             raise CalibrationError(f"calibration {key!r} does not predict the library's bits on the probe image")
         entry[PROBE_KEY] = library
     entry[CHECKSUM_KEY] = arrays_checksum(entry)
-    _store(cache_dir() / path.name, entry)
-    return arrays
+    return entry
 
 
 def _store(path, entry):

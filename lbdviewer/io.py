@@ -130,7 +130,7 @@ def load_image(path, *, max_pixels=None):
         raise ValueError(f"image file {str(path)!r} is empty")
     header = image_header_size(data.tobytes())
     if header is None:
-        raise ValueError(f"image file {str(path)!r} is not a PNG, JPEG, TIFF, BMP or PNM image "
+        raise ValueError(f"image file {str(path)!r} could not be decoded: not a PNG, JPEG, TIFF, BMP or PNM image "
                          "(or its header is cut short)")
     height, width, _ = header
     check_pixels(height, width, f"image file {str(path)!r}", limit=max_pixels)

@@ -62,10 +62,10 @@ def _permute_with_valid_checksum(path):
     save_npz(path, entry)
 
 
-def _drop_checksum(path):
+def _old_format_permuted(path):
+    """An entry as lbdviewer wrote them before checksums and probes, with wrong pairs."""
     entry = _entry(path)
-    entry.pop(calibration.CHECKSUM_KEY)
-    save_npz(path, entry)
+    save_npz(path, {"pairs": entry["pairs"][::-1].copy()})
 
 
 def _other_library_probe(path):
@@ -84,7 +84,7 @@ DAMAGE = {
     "truncated": (_truncate, "unreadable"),
     "bit-flipped": (_flip_a_bit, "unreadable|checksum"),  # the zip's CRC or our checksum
     "permuted-pairs": (_permute_with_valid_checksum, "predicts"),
-    "no-checksum": (_drop_checksum, "checksum"),
+    "old-format-wrong": (_old_format_permuted, "older lbdviewer"),
     "recorded-for-other-library": (_other_library_probe, "other library bits"),
     "empty": (_empty_file, "unreadable"),
 }
@@ -100,6 +100,14 @@ def test_damaged_entry_is_detected_recomputed_and_rewritten(case, cache):
         again = get()
     assert np.array_equal(again, TRUE_PAIRS) and len(calls) == 2
     assert np.array_equal(get(), TRUE_PAIRS) and len(calls) == 2  # the rewritten entry is good again
+
+
+def test_good_entry_of_the_old_format_is_upgraded_silently(cache):
+    get, calls, path = cache
+    get()
+    save_npz(path, {"pairs": _entry(path)["pairs"]})
+    assert np.array_equal(get(), TRUE_PAIRS) and len(calls) == 1
+    assert calibration.CHECKSUM_KEY in _entry(path) and calibration.PROBE_KEY in _entry(path)
 
 
 def test_good_entry_is_read_back_without_recomputing(cache):
