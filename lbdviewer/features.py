@@ -207,11 +207,15 @@ def save_features(path, features):
     features : FeatureSet
     """
     validate(features)
+    try:
+        params = json.dumps(features.params, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"params must be plain JSON values without NaN or infinity: {error}") from None
     arrays = {
         "format": np.array(FORMAT),
         "version": np.array(VERSION, dtype=np.int64),
         "descriptor": np.array(features.descriptor),
-        "params": np.array(json.dumps(features.params, sort_keys=True)),
+        "params": np.array(params),
         "image_shape": np.array(features.image_shape, dtype=np.int64),
         "keypoints": features.keypoints.as_array(),
         "descriptors": np.ascontiguousarray(features.descriptors, dtype=np.uint8),

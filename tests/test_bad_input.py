@@ -379,6 +379,11 @@ API_CASES = {
     "featureset-params-list": (
         lambda: FeatureSet("orb", [], (64, 64), _keypoints(), np.zeros((2, 32), np.uint8), 256, "little"),
         "params must be a dict"),
+    "save-features-nan-param": (
+        lambda: save_features("/tmp/never-written.npz", FeatureSet("orb", {"scale_factor": float("nan")}, (64, 64),
+                                                                   _keypoints(), np.zeros((2, 32), np.uint8), 256,
+                                                                   "little")),
+        "params must be plain JSON values without NaN"),
     "check-pixels": (lambda: limits.check_pixels(10, 10, "my image", limit=99), "my image declares 10 x 10"),
     "check-keypoints": (lambda: limits.check_keypoints(7, "my file", limit=6), "my file declares 7 keypoints"),
     "load-image-max-pixels-zero": (lambda: load_image(__file__, max_pixels=0), "--max-pixels must be a positive"),
