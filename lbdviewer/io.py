@@ -287,7 +287,7 @@ def atomic_write_all(files):
     Raises
     ------
     ValueError
-        If a destination folder does not exist.
+        If a destination folder does not exist or a destination is a folder.
 
     Examples
     --------
@@ -305,6 +305,8 @@ def atomic_write_all(files):
             directory = path.parent if str(path.parent) else Path(".")
             if not directory.is_dir():
                 raise ValueError(f"output folder {str(directory)!r} does not exist")
+            if path.is_dir():
+                raise ValueError(f"output {str(path)!r} is a folder")
             handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
             staged.append((temporary, path))
             with os.fdopen(handle, "wb") as file:

@@ -10,6 +10,11 @@ Each file is small on disk but declares big work:
 * ``duplicates.npz``: 20000 ORB keypoints at one place, given to ``invert``;
 * ``npy-48gb.npz``: a member whose ``.npy`` header declares 48 GB, given to ``invert``.
 
+With ``--at-limits``, two files that declare exactly the default limits
+(allowed work) run too: a 4096 x 4096 texture through ``reconstruct`` (20
+iterations: memory does not depend on them) and 4000 ORB keypoints at one
+place through ``invert``.
+
 Each command runs in a child process; the table gives its exit status, wall
 time, peak resident memory (``wait4``'s ``ru_maxrss``), whether a traceback
 was printed, and the last line of stderr. The issue asks for < 60 s, < 2 GB,
@@ -117,7 +122,27 @@ def make_files(folder):
     }
 
 
-def measure(argv, *, timeout=120):
+def make_limit_files(folder):
+    """Files that declare exactly the default limits: allowed, so the work must stay bounded."""
+    import cv2
+
+    from lbdviewer.limits import DEFAULT_MAX_KEYPOINTS, DEFAULT_MAX_PIXELS
+
+    folder = Path(folder)
+    side = int(DEFAULT_MAX_PIXELS ** 0.5)
+    rows, cols = np.mgrid[0:side, 0:side].astype(np.float32)
+    texture = 128 + 60 * np.sin(rows / 23.0) * np.cos(cols / 17.0) + np.random.default_rng(0).normal(0, 20, rows.shape)
+    cv2.imwrite(str(folder / "limit-pixels.png"), np.clip(texture, 0, 255).astype(np.uint8))
+    one = [[100.0, 100.0, 31.0, 0.0, 0.0, 0.0]]
+    write_npz(folder / "limit-keypoints.npz", feature_members(np.tile(one, (DEFAULT_MAX_KEYPOINTS, 1))))
+    return {
+        "limit-pixels.png": ["reconstruct", str(folder / "limit-pixels.png"), "-o", str(folder / "out.png"),
+                             "--iterations", "20"],
+        "limit-keypoints.npz": ["invert", str(folder / "limit-keypoints.npz"), "-o", str(folder / "out.png")],
+    }
+
+
+def measure(argv, *, timeout=600):
     """Exit status, seconds, peak RSS (MB), traceback seen, last stderr line of ``lbdviewer argv``."""
     started = time.perf_counter()
     process = subprocess.Popen([PYTHON, "-m", "lbdviewer", *argv], cwd=HERE, stdout=subprocess.DEVNULL,
@@ -143,11 +168,15 @@ def main():
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", metavar="DIR", help="make the files in DIR and keep them")
+    parser.add_argument("--at-limits", action="store_true",
+                        help="also run files that declare exactly the default limits (allowed work; minutes)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(args.keep or scratch)
         folder.mkdir(parents=True, exist_ok=True)
         commands = make_files(folder)
+        if args.at_limits:
+            commands.update(make_limit_files(folder))
         print(f"{'file':16s} {'size':>9s} {'exit':>4s} {'seconds':>8s} {'peak MB':>8s} {'traceback':>9s}  message")
         for name, argv in commands.items():
             out = subprocess.run([PYTHON, __file__, "--one", *argv], capture_output=True, text=True, check=True)
