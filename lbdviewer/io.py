@@ -99,7 +99,7 @@ def load_image(path, *, max_pixels=None):
     max_pixels : int, optional
         Largest ``height * width`` accepted; default
         :func:`lbdviewer.limits.max_pixels` (``$LBDVIEWER_MAX_PIXELS`` or
-        4096 x 4096).
+        12 M pixels).
 
     Returns
     -------

@@ -10,16 +10,20 @@ a :class:`ResourceLimitError` that names the limit and how to raise it.
 ==================  ==============  ==========================  ===========================
 limit               default         environment variable        command-line flag
 ==================  ==============  ==========================  ===========================
-image pixels        16,777,216      ``LBDVIEWER_MAX_PIXELS``    ``--max-pixels N``
-                    (4096 x 4096)
+image pixels        12,000,000      ``LBDVIEWER_MAX_PIXELS``    ``--max-pixels N``
+                    (4000 x 3000)
 keypoints           4,000           ``LBDVIEWER_MAX_KEYPOINTS`` ``--max-keypoints N``
 ==================  ==============  ==========================  ===========================
 
 The pixel limit plays the part of Pillow's ``Image.MAX_IMAGE_PIXELS``: it
 bounds the decoded image, a feature file's ``image_shape`` and so the
-reconstruction's arrays (the whole-image solvers hold a few dozen float
-arrays of the image's size). The app reads the same environment variables.
-A file member's uncompressed size is bounded by what its limit implies.
+reconstruction's arrays (the joint solve of a grid at offset 8 peaks near
+120 bytes a pixel: 2.0 GB at 4096 x 4096, so the default keeps a run at the
+limit under about 1.5 GB). The keypoint limit bounds a feature file's
+inversion (ORB keypoints each bring their own turned pattern: 4000 of them
+peak near 1.4 GB). ``scripts/hostile_files.py --at-limits`` measures both.
+The app reads the same environment variables. A file member's uncompressed
+size is bounded by what its limit implies.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 import os
 import struct
 
-DEFAULT_MAX_PIXELS = 4096 * 4096
+DEFAULT_MAX_PIXELS = 12_000_000
 DEFAULT_MAX_KEYPOINTS = 4_000
 MAX_PIXELS_ENV = "LBDVIEWER_MAX_PIXELS"
 MAX_KEYPOINTS_ENV = "LBDVIEWER_MAX_KEYPOINTS"

@@ -11,7 +11,7 @@ Each file is small on disk but declares big work:
 * ``npy-48gb.npz``: a member whose ``.npy`` header declares 48 GB, given to ``invert``.
 
 With ``--at-limits``, two files that declare exactly the default limits
-(allowed work) run too: a 4096 x 4096 texture through ``reconstruct`` (20
+(allowed work) run too: a 12 M pixel texture through ``reconstruct`` (20
 iterations: memory does not depend on them) and 4000 ORB keypoints at one
 place through ``invert``.
 
