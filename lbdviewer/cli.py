@@ -54,18 +54,23 @@ def command_modules():
 
 
 class _Registry:
-    """Wraps the subparsers action: records each command's name and one-line help."""
+    """Wraps the subparsers action: records each command's parser and one-line help."""
 
     def __init__(self, action):
-        self.action, self.commands = action, {}
+        self.action, self.commands, self.parsers = action, {}, {}
 
     def add_parser(self, name, **kwargs):
         self.commands[name] = kwargs.get("help", "")
-        return self.action.add_parser(name, **kwargs)
+        self.parsers[name] = self.action.add_parser(name, **kwargs)
+        return self.parsers[name]
 
 
 def build_parser():
-    """The parser of the headless commands and a ``{command: one-line help}`` table."""
+    """The parser of the headless commands and a ``{command: one-line help}`` table.
+
+    The parser's ``command_parsers`` attribute maps each command to its
+    :class:`~lbdviewer.commands._args.CommandParser`.
+    """
     parser = argparse.ArgumentParser(prog="lbdviewer", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"lbdviewer {_version()}")
     action = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
@@ -73,6 +78,7 @@ def build_parser():
     for name in command_modules():
         module = importlib.import_module(f"lbdviewer.commands.{name}")
         module.add_parser(registry)
+    parser.command_parsers = registry.parsers
     return parser, registry.commands
 
 

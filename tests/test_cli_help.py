@@ -42,9 +42,9 @@ def test_every_option_of_every_command_has_plain_help_with_its_default(capsys):
         assert main([name, "--help"]) == 0
         text = capsys.readouterr().out
         assert "``" not in text and ":func:" not in text and ":mod:" not in text, name
-    subparsers = next(a for a in parser._actions if getattr(a, "choices", None) and "reconstruct" in a.choices)
-    for name, sub in subparsers.choices.items():
-        for action in getattr(sub, "options", []):
+    assert set(parser.command_parsers) == set(commands)
+    for name, sub in parser.command_parsers.items():
+        for action in sub.options:
             if action.dest == "help":
                 continue
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
