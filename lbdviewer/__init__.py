@@ -12,20 +12,60 @@ Examples
 (4, 16, 16)
 """
 
-from lbdviewer.features import FeatureSet, Keypoints, load_features, save_features
-from lbdviewer.inversion import invert_features, iter_invert_features
-from lbdviewer.io import load_image, sample_image, sample_images, save_json, save_png
-from lbdviewer.joint import JointOperator
-from lbdviewer.library_models import get_model
-from lbdviewer.metrics import image_metrics
-from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
-from lbdviewer.patches import iter_reconstruct_patches, reconstruct_patches
-from lbdviewer.patterns import FAMILIES, Pattern, make_pattern, max_measurements
-from lbdviewer.reconstruct import describe_sites, iter_reconstruct_image, reconstruct_image
-from lbdviewer.sites import fast_sites, grid_sites
-from lbdviewer.solvers import BIHT, PrimalDualL1, SolverState
-from lbdviewer.solvers.consistency import SignConsistency
-from lbdviewer.wavelets import HaarTransform
+import importlib
+
+#: Where each public name lives. Names are imported on first use (PEP 562), so the command
+#: line starts (``--help``, ``--version``, an early Ctrl-C) without waiting for numpy, OpenCV
+#: and numba.
+_HOMES = {
+    "BIHT": "lbdviewer.solvers",
+    "DescriptorOperator": "lbdviewer.operators",
+    "FAMILIES": "lbdviewer.patterns",
+    "FeatureSet": "lbdviewer.features",
+    "HaarTransform": "lbdviewer.wavelets",
+    "JointOperator": "lbdviewer.joint",
+    "Keypoints": "lbdviewer.features",
+    "Pattern": "lbdviewer.patterns",
+    "PrimalDualL1": "lbdviewer.solvers",
+    "SignConsistency": "lbdviewer.solvers.consistency",
+    "SolverState": "lbdviewer.solvers",
+    "describe_sites": "lbdviewer.reconstruct",
+    "fast_sites": "lbdviewer.sites",
+    "get_model": "lbdviewer.library_models",
+    "grid_sites": "lbdviewer.sites",
+    "image_metrics": "lbdviewer.metrics",
+    "invert_features": "lbdviewer.inversion",
+    "iter_invert_features": "lbdviewer.inversion",
+    "iter_reconstruct_image": "lbdviewer.reconstruct",
+    "iter_reconstruct_patches": "lbdviewer.patches",
+    "load_features": "lbdviewer.features",
+    "load_image": "lbdviewer.io",
+    "make_pattern": "lbdviewer.patterns",
+    "max_measurements": "lbdviewer.patterns",
+    "pack_bits": "lbdviewer.operators",
+    "reconstruct_image": "lbdviewer.reconstruct",
+    "reconstruct_patches": "lbdviewer.patches",
+    "sample_image": "lbdviewer.io",
+    "sample_images": "lbdviewer.io",
+    "save_features": "lbdviewer.features",
+    "save_json": "lbdviewer.io",
+    "save_png": "lbdviewer.io",
+    "sign_with_ties": "lbdviewer.operators",
+    "unpack_bits": "lbdviewer.operators",
+}
+
+
+def __getattr__(name):
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'lbdviewer' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __version__ = "0.1.0"
 

@@ -119,3 +119,39 @@ def check_fraction(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value <= 1.0:
         raise ValueError(f"{name} must be in (0, 1], got {value!r}")
     return float(value)
+
+
+def check_finite_array(name, value):
+    """Return ``value`` as a float64 array, else raise ``ValueError`` naming ``name``.
+
+    ``None``, non-numbers, NaN and infinities are refused (a ``None`` inside a
+    list becomes NaN in a float array, so it is refused too); the message
+    gives the first bad value and its index.
+
+    Examples
+    --------
+    >>> check_finite_array("image", [[0.0, 1.0]]).dtype
+    dtype('float64')
+    >>> check_finite_array("image", [[0.0, None]])
+    Traceback (most recent call last):
+    ...
+    ValueError: image must be finite numbers (no NaN, None or infinity), got nan at index (0, 1)
+    >>> check_finite_array("patches", None)
+    Traceback (most recent call last):
+    ...
+    ValueError: patches must be an array of numbers, got None
+    """
+    import numpy as np
+
+    if value is None:
+        raise ValueError(f"{name} must be an array of numbers, got None")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
+    bad = ~np.isfinite(array)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} must be finite numbers (no NaN, None or infinity), got {array[index]} "
+                         f"at index {index}")
+    return array

@@ -21,8 +21,10 @@ key                 dtype, shape     meaning
 ``bitorder``        str, ()          ``"little"`` or ``"big"`` (as ``np.packbits``)
 ==================  ===============  =============================================
 
-:func:`load_features` checks every item and raises :class:`ValueError` naming
-the problem.
+:func:`load_features` checks what the archive declares (member sizes, ``.npy``
+headers, keypoint count, ``image_shape``) against :mod:`lbdviewer.limits`
+before reading, then every item, and raises :class:`ValueError` naming the
+problem.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lbdviewer import limits
 from lbdviewer.io import atomic_write
+from lbdviewer.limits import check_keypoints, check_pixels
 
 FORMAT = "lbdviewer-features"
 VERSION = 1
@@ -203,11 +207,15 @@ def save_features(path, features):
     features : FeatureSet
     """
     validate(features)
+    try:
+        params = json.dumps(features.params, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"params must be plain JSON values without NaN or infinity: {error}") from None
     arrays = {
         "format": np.array(FORMAT),
         "version": np.array(VERSION, dtype=np.int64),
         "descriptor": np.array(features.descriptor),
-        "params": np.array(json.dumps(features.params, sort_keys=True)),
+        "params": np.array(params),
         "image_shape": np.array(features.image_shape, dtype=np.int64),
         "keypoints": features.keypoints.as_array(),
         "descriptors": np.ascontiguousarray(features.descriptors, dtype=np.uint8),
@@ -247,13 +255,97 @@ def save_npz(path, arrays):
     atomic_write(path, buffer.getvalue())
 
 
+#: Largest bytes per descriptor (4096 bits; the modelled libraries use at most 64).
+MAX_DESCRIPTOR_BYTES = 512
+#: Largest member that is neither keypoints nor descriptors (strings, scalars, params).
+MAX_SMALL_MEMBER_BYTES = 1 << 20
+#: Members an archive may hold (version 1 writes nine).
+MAX_MEMBERS = 64
+
+
+def _member_limits(key, max_keypoints):
+    """Largest declared shape allowed for member ``key``: ``(max rows, max bytes)``."""
+    if key == "keypoints":
+        return max_keypoints, max_keypoints * len(KEYPOINT_COLUMNS) * 8
+    if key == "descriptors":
+        return max_keypoints, max_keypoints * MAX_DESCRIPTOR_BYTES
+    return None, MAX_SMALL_MEMBER_BYTES
+
+
+def check_archive(handle, name, *, max_keypoints=None):
+    """Check what an ``.npz`` archive declares before any member is read.
+
+    For every member: the zip directory's uncompressed size and the ``.npy``
+    header's dtype and shape (read from the first bytes only) must agree,
+    object (pickled) dtypes are refused, and the keypoint rows and member
+    sizes must stay within the limits of :mod:`lbdviewer.limits`.
+
+    Parameters
+    ----------
+    handle : binary file object
+        Positioned anywhere; the archive's directory is read from its end.
+    name : str
+        The file name, for messages.
+    max_keypoints : int, optional
+        Default :func:`lbdviewer.limits.max_keypoints`.
+
+    Raises
+    ------
+    ValueError
+        Naming the member and what is wrong; a
+        :class:`lbdviewer.limits.ResourceLimitError` for a limit.
+    """
+    max_keypoints = limits.max_keypoints(max_keypoints)
+    try:
+        archive = zipfile.ZipFile(handle)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        raise ValueError(f"cannot read feature file {name!r} (truncated or not .npz): {error}") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise ValueError(f"feature file {name!r} holds {len(members)} members, more than {MAX_MEMBERS}")
+        for info in members:
+            key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            rows_limit, bytes_limit = _member_limits(key, max_keypoints)
+            try:
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    if version not in ((1, 0), (2, 0)):
+                        raise ValueError(f"unsupported .npy version {version}")
+                    reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                              else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = reader(member, max_header_size=10_000)
+                    header_bytes = member.tell()
+            except (ValueError, EOFError, OSError, zipfile.BadZipFile, RuntimeError) as error:
+                raise ValueError(f"feature file {name!r} member {key!r} has no valid .npy header "
+                                 f"(truncated or corrupt): {error}") from None
+            if dtype.hasobject:
+                raise ValueError(f"feature file item {key!r} is a pickled (object) array, which is refused")
+            declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if rows_limit is not None and len(shape) >= 1:
+                check_keypoints(shape[0], f"feature file {name!r} ({key!r} has {shape[0]:,} rows)",
+                                limit=rows_limit)
+            if key == "descriptors" and len(shape) == 2 and shape[1] > MAX_DESCRIPTOR_BYTES:
+                raise limits.ResourceLimitError(
+                    f"feature file {name!r} declares descriptors of {shape[1]:,} bytes each, more than "
+                    f"{MAX_DESCRIPTOR_BYTES} ({8 * MAX_DESCRIPTOR_BYTES} bits)")
+            if declared > bytes_limit:
+                raise limits.ResourceLimitError(
+                    f"feature file {name!r} member {key!r} declares shape {tuple(shape)} of {dtype} "
+                    f"({declared:,} bytes), more than the {bytes_limit:,} bytes its limit allows")
+            if info.file_size != header_bytes + declared:
+                raise ValueError(
+                    f"feature file {name!r} member {key!r} is truncated or corrupt: its header declares "
+                    f"{declared:,} bytes of data, the archive holds {info.file_size - header_bytes:,}")
+
+
 def _item(data, key, kind):
     if key not in data.files:
         raise ValueError(f"feature file is missing {key!r}")
     try:
         value = data[key]
-    except ValueError as error:  # object arrays refused by allow_pickle=False
-        raise ValueError(f"feature file item {key!r} is a pickled (object) array, which is refused") from error
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as error:
+        raise ValueError(f"feature file item {key!r} is truncated or corrupt: {error}") from None
     if value.dtype.kind == "O":
         raise ValueError(f"feature file item {key!r} is a pickled (object) array, which is refused")
     if kind == "str":
@@ -267,12 +359,20 @@ def _item(data, key, kind):
     return value
 
 
-def load_features(path):
+def load_features(path, *, max_pixels=None, max_keypoints=None):
     """Read and validate a feature file.
+
+    What the file declares is checked before anything is read: see
+    :func:`check_archive` (members, keypoint count) and the pixel limit on
+    ``image_shape``.
 
     Parameters
     ----------
     path : str or os.PathLike
+    max_pixels, max_keypoints : int, optional
+        Limits on ``image_shape`` and on the number of keypoints; defaults
+        :func:`lbdviewer.limits.max_pixels` and
+        :func:`lbdviewer.limits.max_keypoints`.
 
     Returns
     -------
@@ -284,6 +384,8 @@ def load_features(path):
         For a truncated or non-npz file, a pickled payload, a wrong format or
         version, an unknown descriptor, wrong shapes or dtypes, NaN keypoint
         values or keypoints outside the image.
+    lbdviewer.limits.ResourceLimitError
+        When the file declares more pixels or keypoints than the limits.
     """
     name = os.fspath(path)
     try:
@@ -291,6 +393,8 @@ def load_features(path):
     except OSError as error:
         raise ValueError(f"cannot read feature file {name!r}: {error}") from error
     with handle:
+        check_archive(handle, name, max_keypoints=max_keypoints)
+        handle.seek(0)
         try:
             archive = np.load(handle, allow_pickle=False)
         except (OSError, EOFError, zipfile.BadZipFile, ValueError) as error:
@@ -299,12 +403,12 @@ def load_features(path):
             raise ValueError(f"feature file {name!r} is not an .npz archive")
         try:
             with archive as data:
-                return _read(data)
+                return _read(data, name, limits.max_pixels(max_pixels))
         except (zipfile.BadZipFile, EOFError, OSError) as error:
             raise ValueError(f"feature file {name!r} is truncated or corrupt: {error}") from error
 
 
-def _read(data):
+def _read(data, name, max_pixels):
     if _item(data, "format", "str") != FORMAT:
         raise ValueError(f"feature file format must be {FORMAT!r}, got {str(data['format'])!r}")
     version = _item(data, "version", "int")
@@ -314,13 +418,23 @@ def _read(data):
         params = json.loads(_item(data, "params", "str"))
     except json.JSONDecodeError as error:
         raise ValueError(f"feature file params are not valid JSON: {error}") from error
+    except RecursionError:
+        raise ValueError("feature file params are nested too deeply to read") from None
+    if not isinstance(params, dict):
+        raise ValueError(f"feature file params must be a JSON object, got {type(params).__name__}")
+    shape = _item(data, "image_shape", "array")
+    if shape.dtype.kind not in "iu" or shape.shape != (2,):
+        raise ValueError(f"feature file image_shape must be 2 integers, got {shape.dtype} {shape.shape}")
+    if shape.min() < 1:
+        raise ValueError(f"image_shape must be (height, width) of positive ints, got {tuple(shape.tolist())}")
+    check_pixels(shape[0], shape[1], f"feature file {name!r} (image_shape)", limit=max_pixels)
     table = _item(data, "keypoints", "array")
     if table.dtype.kind != "f":
         raise ValueError(f"feature file keypoints must be float, got {table.dtype}")
     return FeatureSet(
         descriptor=_item(data, "descriptor", "str"),
         params=params,
-        image_shape=tuple(_item(data, "image_shape", "array").tolist()),
+        image_shape=tuple(shape.tolist()),
         keypoints=Keypoints.from_array(table),
         descriptors=_item(data, "descriptors", "array"),
         n_bits=_item(data, "n_bits", "int"),

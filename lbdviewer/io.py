@@ -20,6 +20,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from lbdviewer import limits
+from lbdviewer.limits import check_pixels, image_header_size
+
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 SAMPLE_SUFFIX = ".png"
 #: Distributions whose versions go into figure and export metadata.
@@ -83,13 +86,20 @@ def to_gray(array, *, name="image"):
     return np.ascontiguousarray(np.clip(gray, 0.0, 1.0))
 
 
-def load_image(path):
-    """Read a PNG, JPEG, TIFF or BMP file as a gray float image in ``[0, 1]``.
+def load_image(path, *, max_pixels=None):
+    """Read a PNG, JPEG, TIFF, BMP or PNM file as a gray float image in ``[0, 1]``.
+
+    The size the file's header declares is checked against the pixel limit
+    before anything is decoded (:mod:`lbdviewer.limits`).
 
     Parameters
     ----------
     path : str or os.PathLike
         The image file.
+    max_pixels : int, optional
+        Largest ``height * width`` accepted; default
+        :func:`lbdviewer.limits.max_pixels` (``$LBDVIEWER_MAX_PIXELS`` or
+        12 M pixels).
 
     Returns
     -------
@@ -100,6 +110,8 @@ def load_image(path):
     ValueError
         If the file does not exist, is not a file, or cannot be decoded; the
         message names the file and the reason.
+    lbdviewer.limits.ResourceLimitError
+        If the header declares more pixels than ``max_pixels``.
 
     Examples
     --------
@@ -107,6 +119,7 @@ def load_image(path):
     >>> image.shape, image.dtype, bool(0.0 <= image.min() <= image.max() <= 1.0)
     ((512, 512), dtype('float64'), True)
     """
+    max_pixels = limits.max_pixels(max_pixels)
     path = Path(path)
     if not path.exists():
         raise ValueError(f"image file {str(path)!r} does not exist")
@@ -115,15 +128,20 @@ def load_image(path):
     data = np.fromfile(path, dtype=np.uint8)
     if data.size == 0:
         raise ValueError(f"image file {str(path)!r} is empty")
+    header = image_header_size(data.tobytes())
+    if header is None:
+        raise ValueError(f"image file {str(path)!r} could not be decoded: not a PNG, JPEG, TIFF, BMP or PNM image "
+                         "(or its header is cut short)")
+    height, width, _ = header
+    check_pixels(height, width, f"image file {str(path)!r}", limit=max_pixels)
     try:
         array = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
     except cv2.error as error:
         raise ValueError(f"image file {str(path)!r} could not be decoded: {error}") from None
     if array is None:
-        raise ValueError(
-            f"image file {str(path)!r} could not be decoded "
-            "(not a PNG, JPEG, TIFF or BMP image, or corrupt)"
-        )
+        raise ValueError(f"image file {str(path)!r} could not be decoded (truncated or corrupt)")
+    # The decoder may read a size the header parser did not see (a TIFF's later directory).
+    check_pixels(array.shape[0], array.shape[1], f"image file {str(path)!r}", limit=max_pixels)
     return to_gray(array, name=f"image file {str(path)!r}")
 
 
@@ -146,11 +164,7 @@ def atomic_write(path, data):
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
-        # mkstemp creates the file readable by its owner only; give it the
-        # permissions any new file gets here.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        _give_default_mode(temporary)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
@@ -170,13 +184,62 @@ def to_uint8(image):
     return np.round(np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
+#: Encoders of :func:`encode_image`, by file suffix.
+IMAGE_ENCODERS = {".png": ".png", ".jpg": ".jpg", ".jpeg": ".jpg", ".tif": ".tiff", ".tiff": ".tiff",
+                  ".bmp": ".bmp"}
+
+
+def encode_image(image, suffix=".png"):
+    """The bytes of a float image in ``[0, 1]`` encoded as 8 bits in the format of ``suffix``.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W) or (H, W, 3)
+        Gray, or colour in RGB order: floats in ``[0, 1]``, or uint8 written
+        as they are.
+    suffix : str
+        One of :data:`IMAGE_ENCODERS` (case-insensitive); JPEG at quality 95.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    ValueError
+        If ``image`` has another shape or ``suffix`` is not an image format.
+
+    Examples
+    --------
+    >>> encode_image(np.zeros((2, 2)))[:4]
+    b'\\x89PNG'
+    >>> encode_image(np.zeros((2, 2)), ".JPG")[:2]
+    b'\\xff\\xd8'
+    """
+    image = np.asarray(image)
+    if not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)):
+        raise ValueError(f"image must have shape (H, W) or (H, W, 3), got {image.shape}")
+    kind = IMAGE_ENCODERS.get(suffix.lower())
+    if kind is None:
+        raise ValueError(f"cannot write an image as {suffix!r}; use one of {', '.join(IMAGE_ENCODERS)}")
+    pixels = image if image.dtype == np.uint8 else to_uint8(image)
+    if pixels.ndim == 3:
+        pixels = pixels[:, :, ::-1]
+    params = [cv2.IMWRITE_JPEG_QUALITY, 95] if kind == ".jpg" else []
+    ok, encoded = cv2.imencode(kind, np.ascontiguousarray(pixels), params)
+    if not ok:
+        raise ValueError(f"could not encode an image as {suffix!r}")
+    return encoded.tobytes()
+
+
 def save_png(path, image):
     """Write a float image in ``[0, 1]`` as an 8-bit PNG, atomically.
 
     Parameters
     ----------
     path : str or os.PathLike
-        Destination; its folder must exist.
+        Destination; its folder must exist. A name ending in another image
+        format (``.jpg``, ``.tif``, ...) is refused: use :func:`save_image`.
     image : ndarray, shape (H, W) or (H, W, 3)
         Gray, or colour in RGB order: floats in ``[0, 1]``, or uint8 written
         as they are.
@@ -188,18 +251,95 @@ def save_png(path, image):
     Raises
     ------
     ValueError
-        If ``image`` has another shape or the folder does not exist.
+        If ``image`` has another shape, the name ends in another image format
+        or the folder does not exist.
     """
-    image = np.asarray(image)
-    if not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)):
-        raise ValueError(f"image must have shape (H, W) or (H, W, 3), got {image.shape}")
-    pixels = image if image.dtype == np.uint8 else to_uint8(image)
-    if pixels.ndim == 3:
-        pixels = pixels[:, :, ::-1]
-    ok, encoded = cv2.imencode(".png", np.ascontiguousarray(pixels))
-    if not ok:
-        raise ValueError(f"could not encode a PNG for {str(path)!r}")
-    return atomic_write(path, encoded.tobytes())
+    suffix = Path(path).suffix.lower()
+    if suffix in IMAGE_ENCODERS and suffix != ".png":
+        raise ValueError(f"save_png would write PNG bytes under the name {str(path)!r}; use save_image")
+    return atomic_write(path, encode_image(image, ".png"))
+
+
+def save_image(path, image):
+    """Write a float image in ``[0, 1]`` in the format its name's suffix says, atomically.
+
+    See :func:`encode_image` for ``image`` and the formats.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    return atomic_write(path, encode_image(image, Path(path).suffix or ".png"))
+
+
+def atomic_write_all(files):
+    """Write several files so that either all of them land or none does.
+
+    Every file is first written in full to a temporary file beside it; then
+    each existing destination is moved aside, the new files are renamed into
+    place, and the old ones are deleted. If any step fails, the new files are
+    removed and the old ones put back.
+
+    Parameters
+    ----------
+    files : dict of path to bytes
+
+    Raises
+    ------
+    ValueError
+        If a destination folder does not exist or a destination is a folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     a, b = Path(folder, "a.png"), Path(folder, "a.json")
+    ...     _ = atomic_write_all({a: b"png", b: b"{}"})
+    ...     a.read_bytes(), b.read_bytes()
+    (b'png', b'{}')
+    """
+    staged, placed, aside = [], [], []
+    try:
+        for path, data in files.items():
+            path = Path(path)
+            directory = path.parent if str(path.parent) else Path(".")
+            if not directory.is_dir():
+                raise ValueError(f"output folder {str(directory)!r} does not exist")
+            if path.is_dir():
+                raise ValueError(f"output {str(path)!r} is a folder")
+            handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+            staged.append((temporary, path))
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            _give_default_mode(temporary)
+        for temporary, path in staged:
+            if path.exists():
+                backup = f"{temporary}.old"
+                os.replace(path, backup)
+                aside.append((backup, path))
+            os.replace(temporary, path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            if os.path.exists(path):
+                os.unlink(path)
+        for backup, path in aside:
+            os.replace(backup, path)
+        for temporary, _ in staged:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+        raise
+    for backup, _ in aside:
+        os.unlink(backup)
+    return [path for _, path in staged]
+
+
+def _give_default_mode(path):
+    # mkstemp creates the file readable by its owner only; give it the
+    # permissions any new file gets here.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def _json_default(value):
@@ -266,6 +406,11 @@ def dumps_strict(data, *, indent=2):
     return json.dumps(clean, indent=indent, sort_keys=indent is not None, allow_nan=False)
 
 
+def json_bytes(data):
+    """The bytes :func:`save_json` writes: indented strict JSON and a newline."""
+    return (dumps_strict(data) + "\n").encode("utf-8")
+
+
 def save_json(path, data):
     """Write ``data`` as indented strict JSON, atomically (see :func:`dumps_strict`).
 
@@ -273,7 +418,7 @@ def save_json(path, data):
     -------
     pathlib.Path
     """
-    return atomic_write(path, (dumps_strict(data) + "\n").encode("utf-8"))
+    return atomic_write(path, json_bytes(data))
 
 
 def library_versions():

@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from scipy import sparse
 
-from lbdviewer._validation import check_choice
+from lbdviewer._validation import check_choice, check_finite_array
 from lbdviewer.linear import power_norm
 from lbdviewer.patterns.base import KERNELS, Pattern
 
@@ -512,8 +512,13 @@ class DescriptorOperator:
         Returns
         -------
         ndarray, shape (..., M)
+
+        Raises
+        ------
+        ValueError
+            If ``patches`` has another shape, or holds NaN, None or infinities.
         """
-        patches = np.asarray(patches, dtype=np.float64)
+        patches = check_finite_array("patches", patches)
         if patches.shape[-2:] != self.patch_shape:
             raise ValueError(f"patches must have shape (..., {self.patch_shape[0]}, {self.patch_shape[1]}), got {patches.shape}")
         lead = patches.shape[:-2]

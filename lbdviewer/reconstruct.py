@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from lbdviewer._validation import check_choice, check_iterations
+from lbdviewer._validation import check_choice, check_finite_array, check_iterations
 from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.sites import coverage
@@ -130,6 +130,11 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
     ndarray
         Binary: packed uint8, shape ``(S, ceil(M / 8))``; real: float32 ``(S, M)``.
 
+    Raises
+    ------
+    ValueError
+        If ``image`` holds NaN, None or infinities, or is not 2-D.
+
     Examples
     --------
     >>> from lbdviewer.patterns import make_pattern
@@ -137,7 +142,9 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
     >>> describe_sites(image, [[0, 0], [8, 16]], make_pattern("brief", patch_size=8, m=16)).shape
     (2, 2)
     """
-    image = np.asarray(image, dtype=np.float64)
+    image = check_finite_array("image", image)
+    if image.ndim != 2:
+        raise ValueError(f"image must be a 2-D gray image, got shape {image.shape}")
     sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
     unique, index = index_patterns(patterns, len(sites))
     m = unique[0].m

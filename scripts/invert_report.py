@@ -15,7 +15,6 @@ seconds (extraction and inversion).
 """
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 from lbdviewer.commands.extract import extract_features
 from lbdviewer.figures import stretch
 from lbdviewer.inversion import MODES, invert_features
-from lbdviewer.io import load_image, save_png
+from lbdviewer.io import dumps_strict, load_image, save_png
 from lbdviewer.metrics import correlation
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
@@ -48,9 +47,9 @@ def run_case(image, name, descriptor, n_keypoints, modes, iterations, out):
                "bit_consistency": None if result.solver_bit_consistency is None
                else round(result.solver_bit_consistency, 4),
                "extract_seconds": round(extract_seconds, 2), "invert_seconds": round(result.seconds, 2)}
-        print(json.dumps(row), flush=True)
+        print(dumps_strict(row, indent=None), flush=True)
         with open(out / "report.jsonl", "a") as handle:
-            handle.write(json.dumps(row) + "\n")
+            handle.write(dumps_strict(row, indent=None) + "\n")
     gap = np.ones((image.shape[0], 4))
     save_png(out / f"{name}-{descriptor}-{n_keypoints}.png",
              np.hstack([part for panel in panels for part in (panel, gap)][:-1]))

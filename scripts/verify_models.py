@@ -4,12 +4,12 @@ Usage: python scripts/verify_models.py [N_KEYPOINTS]
 Images: skimage.data astronaut, coffee, chelsea (gray); keypoints from ORB's detector.
 """
 
-import json
 import sys
 
 from skimage import color, data
 
 from lbdviewer.features import DESCRIPTORS
+from lbdviewer.io import dumps_strict
 from lbdviewer.library_models import agreement, get_model
 
 
@@ -20,7 +20,7 @@ def main(n_keypoints=300):
         for descriptor in DESCRIPTORS:
             row = {"image": name, **agreement(get_model(descriptor), image, n_keypoints=n_keypoints)}
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(dumps_strict(row, indent=None), flush=True)
     return rows
 
 

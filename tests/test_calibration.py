@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lbdviewer.calibration import (CalibrationError, cache_dir, cache_key, cached_arrays,
+from lbdviewer.calibration import (CacheWarning, CalibrationError, cache_dir, cache_key, cached_arrays,
                                    calibrate_point_pairs, identify_pairs)
 
 
@@ -55,4 +55,5 @@ def test_cache_roundtrip_uses_env_dir(tmp_path, monkeypatch):
     assert cache_dir() == tmp_path and (tmp_path / f"{key}.npz").exists()
     assert len(calls) == 1 and np.array_equal(first["pairs"], second["pairs"])
     (tmp_path / f"{key}.npz").write_bytes(b"garbage")
-    assert np.array_equal(cached_arrays(key, compute)["pairs"], first["pairs"]) and len(calls) == 2
+    with pytest.warns(CacheWarning, match="unreadable"):
+        assert np.array_equal(cached_arrays(key, compute)["pairs"], first["pairs"]) and len(calls) == 2

@@ -26,7 +26,7 @@ def test_extract_then_invert_with_metrics(tmp_path, image_file, capsys):
                  "--reference", str(image_file), "--metrics", str(metrics)]) == 0
     assert io.imread(out).shape == (303, 384)
     report = json.loads(metrics.read_text())
-    assert report["descriptor"] == "orb" and np.isfinite(report["psnr"])
+    assert report["parameters"]["descriptor"] == "orb" and np.isfinite(report["psnr"])
 
 
 def test_verify_model_prints_agreement(image_file, capsys):
@@ -44,7 +44,7 @@ def test_invert_joint_mode_writes_image_and_metrics(tmp_path, image_file):
                  "--reference", str(image_file), "--metrics", str(metrics)]) == 0
     assert io.imread(out).shape == (303, 384)
     report = json.loads(metrics.read_text())
-    assert report["mode"] == "joint" and report["correlation"] > 0.3
+    assert report["parameters"]["mode"] == "joint" and report["correlation"] > 0.3
 
 
 def _valid_arrays():
@@ -108,13 +108,13 @@ def test_the_valid_file_of_the_malformed_tests_inverts(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["extract", "{image}", "-o", "{tmp}/f.npz", "--keypoints", "0"], "--keypoints must be positive"),
+    (["extract", "{image}", "-o", "{tmp}/f.npz", "--keypoints", "0"], "--keypoints: must be a positive integer"),
     (["extract", "{tmp}/missing.png", "-o", "{tmp}/f.npz"], "missing.png"),
     (["extract", "{image}", "-o", "{tmp}/no/such/folder/f.npz"], "folder"),
-    (["verify-model", "{image}", "--keypoints", "-3"], "--keypoints must be positive"),
+    (["verify-model", "{image}", "--keypoints", "-3"], "--keypoints: must be a positive integer"),
     (["invert", "{tmp}/missing.npz", "-o", "{tmp}/o.png"], "missing.npz"),
-    (["invert", "{features}", "-o", "{tmp}/o.png", "--iterations", "0"], "--iterations must be positive"),
-    (["invert", "{features}", "-o", "{tmp}/o.png", "--reference", "{image}"], "go together"),
+    (["invert", "{features}", "-o", "{tmp}/o.png", "--iterations", "0"], "--iterations: must be a positive integer"),
+    (["invert", "{features}", "-o", "{tmp}/o.png", "--reference", "{image}"], "give --metrics OUT.json too"),
     (["invert", "{features}", "-o", "{tmp}/o.png", "--reference", "{image}", "--metrics", "{tmp}/m.json"],
      "--reference has shape"),
 ])

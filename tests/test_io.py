@@ -76,3 +76,40 @@ def test_uint8_rgb_is_written_as_is(tmp_path):
     rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3) * 7
     path = save_png(tmp_path / "rgb.png", rgb)
     assert np.array_equal(cv2.imread(str(path))[:, :, ::-1], rgb)
+
+
+def test_files_written_together_land_together_or_not_at_all(tmp_path, monkeypatch):
+    image, metrics = tmp_path / "out.png", tmp_path / "out.json"
+    io.atomic_write_all({image: b"new image", metrics: b"{}"})
+    assert image.read_bytes() == b"new image" and metrics.read_bytes() == b"{}"
+    real_replace, calls = io.os.replace, []
+
+    def replace_failing_on_the_metrics(source, target):
+        if str(target) == str(metrics) and not calls:  # the disk fills up after the image was placed
+            calls.append(target)
+            raise OSError(28, "No space left on device")
+        return real_replace(source, target)
+    monkeypatch.setattr(io.os, "replace", replace_failing_on_the_metrics)
+    with pytest.raises(OSError, match="No space left"):
+        io.atomic_write_all({image: b"newer image", metrics: b'{"new": 1}'})
+    monkeypatch.undo()
+    assert image.read_bytes() == b"new image" and metrics.read_bytes() == b"{}"  # the old pair is back
+    with pytest.raises(ValueError, match="does not exist"):
+        io.atomic_write_all({tmp_path / "fresh.png": b"x", tmp_path / "nodir" / "m.json": b"{}"})
+    with pytest.raises(ValueError, match="is a folder"):
+        io.atomic_write_all({tmp_path / "fresh.png": b"x", tmp_path: b"{}"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.png"]
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".jpg", b"\xff\xd8"), (".JPEG", b"\xff\xd8"),
+                                           (".tif", b"II*\x00"), (".bmp", b"BM")])
+def test_save_image_writes_the_format_its_name_says(tmp_path, suffix, magic):
+    path = io.save_image(tmp_path / f"x{suffix}", np.linspace(0, 1, 64).reshape(8, 8))
+    assert path.read_bytes()[:len(magic)] == magic
+    assert io.load_image(path).shape == (8, 8)
+
+
+def test_save_png_refuses_another_format_name(tmp_path):
+    with pytest.raises(ValueError, match="use save_image"):
+        io.save_png(tmp_path / "x.jpg", np.zeros((4, 4)))
+    assert not (tmp_path / "x.jpg").exists()

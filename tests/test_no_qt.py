@@ -29,8 +29,8 @@ def test_core_and_cli_import_no_qt():
 import importlib, json, sys
 for name in {CORE_MODULES!r}:
     importlib.import_module(name)
-from lbdviewer.cli import _build_parser
-_build_parser()
+from lbdviewer.cli import build_parser
+build_parser()
 qt = sorted(m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'PyQt5', 'PySide6', 'PySide2', 'qtpy', 'pyqtgraph', 'superqt'))
 print(json.dumps(qt))
 """

@@ -7,10 +7,15 @@ the chosen library describes them and the result is written as a feature file
 
 from __future__ import annotations
 
+from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
 from lbdviewer.features import DESCRIPTORS, FeatureSet, save_features
 from lbdviewer.io import load_image
 from lbdviewer.library_models import get_model
+from lbdviewer.limits import check_keypoints, max_keypoints
 from lbdviewer.operators import pack_bits
+
+#: Smallest image side the detector works on (ORB's border of 31 pixels on each side, and one more).
+MIN_SIDE = 2 * 31 + 1
 
 
 def extract_features(image, descriptor, *, n_keypoints=500):
@@ -31,18 +36,28 @@ def extract_features(image, descriptor, *, n_keypoints=500):
 
 
 def add_parser(subparsers):
-    parser = subparsers.add_parser("extract", help="write a feature file computed by the real library")
-    parser.add_argument("image", help="input image")
+    """Register the ``extract`` subcommand."""
+    parser = subparsers.add_parser("extract", help="write a feature file computed by the real library",
+                                   description=command_doc(__doc__))
+    parser.add_argument("image", help="input image (PNG, JPEG, TIFF, BMP or PNM)")
     parser.add_argument("-o", "--output", required=True, metavar="FEATURES", help="feature file to write (.npz)")
-    parser.add_argument("--descriptor", choices=DESCRIPTORS, default="orb")
-    parser.add_argument("--keypoints", type=int, default=500, help="keypoints to detect (default 500)")
+    parser.add_argument("--descriptor", choices=DESCRIPTORS, default="orb", help="library descriptor")
+    parser.add_argument("--keypoints", type=positive_int, default=500, metavar="N",
+                        help="keypoints to detect (at most --max-keypoints)")
+    add_limit_options(parser)
     parser.set_defaults(func=run)
+    return parser
 
 
 def run(args):
-    if args.keypoints < 1:
-        raise ValueError(f"--keypoints must be positive, got {args.keypoints}")
-    features = extract_features(load_image(args.image), args.descriptor, n_keypoints=args.keypoints)
+    """Run ``lbdviewer extract``; return the exit status."""
+    check_keypoints(args.keypoints, "--keypoints", limit=max_keypoints(args.max_keypoints))
+    check_outputs({"-o/--output": args.output}, inputs=[args.image])
+    image = load_image(args.image, max_pixels=args.max_pixels)
+    if min(image.shape) < MIN_SIDE:
+        raise ValueError(f"image {args.image!r} is {image.shape[1]} x {image.shape[0]} pixels; the detector "
+                         f"needs at least {MIN_SIDE} x {MIN_SIDE}")
+    features = extract_features(image, args.descriptor, n_keypoints=args.keypoints)
     save_features(args.output, features)
     print(f"{args.output}: {len(features.keypoints)} {args.descriptor} descriptors of {features.n_bits} bits")
     return 0

@@ -3,54 +3,126 @@
 The work is :func:`lbdviewer.inversion.invert_features` (see that module for
 the two modes, ``joint`` by default and ``patches``). The image is written
 contrast-stretched over the covered pixels (black elsewhere), as the paper
-shows reconstructions; ``--metrics`` compares the unstretched estimate with
-``--reference`` over the covered pixels.
+shows reconstructions. ``--metrics`` writes the same JSON schema as
+``lbdviewer reconstruct``: the bit consistency (the library's bits of the
+written image against the file's), the quality against ``--reference`` over
+the covered pixels (null without one) and every parameter.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
+from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
 from lbdviewer.features import load_features
 from lbdviewer.figures import stretch
-from lbdviewer.inversion import MODES, invert_features
-from lbdviewer.io import load_image, save_json, save_png
+from lbdviewer.inversion import MODES, iter_invert_features
+from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
+from lbdviewer.library_models import get_model
+from lbdviewer.progress import advance, progress_bar
 from lbdviewer.reconstruct import DEFAULT_ITERATIONS
+
+#: Quality metrics of ``lbdviewer reconstruct``'s JSON; null here without --reference.
+QUALITY_KEYS = ("correlation", "psnr", "ssim", "covered_fraction")
 
 
 def add_parser(subparsers):
-    parser = subparsers.add_parser("invert", help="reconstruct an image from a feature file")
+    """Register the ``invert`` subcommand."""
+    parser = subparsers.add_parser("invert", help="reconstruct an image from a feature file",
+                                   description=command_doc(__doc__))
     parser.add_argument("features", help="feature file (.npz) written by 'lbdviewer extract'")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.png",
+                        help="reconstruction to write (.png, .jpg, .tif or .bmp)")
     parser.add_argument("--mode", choices=MODES, default="joint",
-                        help="joint (default): one image explains all bits; patches: each keypoint alone, "
-                             "then averaging")
-    parser.add_argument("--iterations", type=int, default=None,
+                        help="joint: one image explains all bits; patches: each keypoint alone, then averaging")
+    parser.add_argument("--iterations", type=positive_int, default=None,
                         help=f"solver iterations (default {DEFAULT_ITERATIONS[('joint', 'consistency')]} joint, "
                              f"{DEFAULT_ITERATIONS[('patches', 'biht')]} BIHT per keypoint)")
-    parser.add_argument("--reference", metavar="ORIGINAL", help="original image, for --metrics")
-    parser.add_argument("--metrics", metavar="OUT.json", help="write metrics against --reference")
+    parser.add_argument("--reference", metavar="ORIGINAL", default=None,
+                        help="the original image, for the quality metrics of --metrics")
+    parser.add_argument("--metrics", metavar="OUT.json", default=None,
+                        help="write metrics and parameters (JSON, the schema of reconstruct --metrics)")
+    add_limit_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     parser.set_defaults(func=run)
+    return parser
 
 
 def run(args):
-    if args.iterations is not None and args.iterations < 1:
-        raise ValueError(f"--iterations must be positive, got {args.iterations}")
-    if bool(args.reference) != bool(args.metrics):
-        raise ValueError("--reference and --metrics go together")
-    features = load_features(args.features)
+    """Run ``lbdviewer invert``; return the exit status."""
+    if args.reference and not args.metrics:
+        raise ValueError("--reference is only used by --metrics; give --metrics OUT.json too")
+    check_outputs({"-o/--output": args.output, "--metrics": args.metrics},
+                  inputs=[args.features, args.reference], image_outputs=("-o/--output",))
+    features = load_features(args.features, max_pixels=args.max_pixels, max_keypoints=args.max_keypoints)
     reference = None
     if args.reference:
-        reference = load_image(args.reference)
+        reference = load_image(args.reference, max_pixels=args.max_pixels)
         if reference.shape != features.image_shape:
             raise ValueError(f"--reference has shape {reference.shape}, the features describe "
                              f"{features.image_shape}")
-    result = invert_features(features, mode=args.mode, iterations=args.iterations)
-    save_png(args.output, stretch(result.image, mask=result.covered))
+    result = None
+    with progress_bar(desc=f"invert ({args.mode})", quiet=args.quiet) as bar:
+        for report in iter_invert_features(features, mode=args.mode, iterations=args.iterations):
+            advance(bar, report.done, report.total)
+            result = report.result
+    written = stretch(result.image, mask=result.covered)
+    files = {args.output: encode_image(written, Path(args.output).suffix)}
+    if args.metrics:
+        files[args.metrics] = json_bytes(_metrics(args, features, reference, result, written))
+    atomic_write_all(files)
+    if not args.quiet:
+        print(f"{args.output}: {features.descriptor}, {len(features.keypoints)} keypoints, mode {args.mode}, "
+              f"method {result.method}, {result.iterations} iterations, {result.seconds:.1f} s")
+    return 0
+
+
+def library_bit_consistency(features, image):
+    """Share of the file's bits the library gives again when it describes ``image``.
+
+    Returns
+    -------
+    overall : float
+        Over every bit of the keypoints the library describes (NaN if none).
+    min_site : float
+        Of the worst keypoint (NaN if none).
+    """
+    params = {k: v for k, v in features.params.items() if k != "library"}
+    described = get_model(features.descriptor, **params).run_library(image, features.keypoints)
+    if len(described.index) == 0:
+        return float("nan"), float("nan")
+    agree = described.bits == features.bits()[described.index]
+    return float(agree.mean()), float(agree.mean(axis=1).min())
+
+
+def _metrics(args, features, reference, result, written):
+    overall, worst = library_bit_consistency(features, written)
     if reference is not None:
         from lbdviewer.metrics import image_metrics
 
-        save_json(args.metrics, {**result.params, "seconds": round(result.seconds, 3),
-                                 "solver_bit_consistency": result.solver_bit_consistency,
-                                 **image_metrics(reference, result.image, mask=result.covered)})
-    print(f"{args.output}: {features.descriptor}, {len(features.keypoints)} keypoints, mode {args.mode}, "
-          f"{result.seconds:.1f} s")
-    return 0
+        quality = image_metrics(reference, result.image, mask=result.covered)
+    else:
+        quality = {key: None for key in QUALITY_KEYS}
+    params = {k: (int(v) if k == "patch_size" and float(v).is_integer() else v)
+              for k, v in features.params.items() if k != "library"}
+    out = {
+        "features": str(args.features),
+        "reference": None if reference is None else str(args.reference),
+        "output": str(args.output),
+        "shape": list(features.image_shape),
+        "bit_consistency": overall,
+        "bit_consistency_min_site": worst,
+        "solver_bit_consistency": result.solver_bit_consistency,
+        **quality,
+        "seconds": result.seconds,
+        "sites": len(features.keypoints),
+        "uncovered_pixels": int((~result.covered).sum()),
+        "parameters": {**result.params, "descriptor_params": params,
+                       "library": features.params.get("library")},
+        "versions": {"numpy": np.__version__},
+    }
+    if reference is None:
+        out["undefined"] = {key: "no --reference image to compare with" for key in QUALITY_KEYS}
+    return out

@@ -1,23 +1,27 @@
 """``lbdviewer reconstruct IMAGE -o OUT.png``: describe an image's patches, invert them, measure.
 
-The image is described at grid sites (``--offset``) or FAST keypoints
-(``--keypoints fast``) with the chosen descriptor, the whole image is
-reconstructed from the descriptors alone, and the result is written as a PNG
-(atomically: a temporary file, then :func:`os.replace`). ``--metrics`` adds a
-JSON file with the quality metrics and every parameter used.
+The image is described at grid sites (``--sites grid``, spacing ``--offset``)
+or at FAST keypoints (``--sites fast``) with the chosen descriptor, the whole
+image is reconstructed from the descriptors alone, and the result is written
+(PNG, JPEG, TIFF or BMP by the name's suffix; atomically, together with
+``--metrics`` if given: both land or neither). ``--metrics`` adds a JSON file
+with the quality metrics and every parameter used.
 """
 
 from __future__ import annotations
 
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 
+from lbdviewer.commands._args import (add_limit_options, check_outputs, command_doc, finite_float, fraction,
+                                      non_negative_int, positive_float, positive_int)
 from lbdviewer.figures import stretch
-from lbdviewer.io import load_image, save_json, save_png
+from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
 from lbdviewer.metrics import image_metrics, packed_bit_consistency
 from lbdviewer.patterns import FAMILIES, make_pattern
+from lbdviewer.progress import advance, progress_bar
 from lbdviewer.reconstruct import METHODS, MODES, describe_sites, iter_reconstruct_image
 from lbdviewer.sites import fast_sites, grid_sites
 
@@ -25,61 +29,53 @@ from lbdviewer.sites import fast_sites, grid_sites
 #: Differences of field means within this of zero count as ties when the
 #: output image's bits are measured (far below one grey level, 1/255).
 METRIC_TIE_ATOL = 1e-4
+SITES = ("grid", "fast")
+DEFAULT_OFFSET = 8
+
+
+def _keypoints_alias(text):
+    if text != "fast":
+        raise ValueError(text)
+    return text
+
+
+_keypoints_alias.__name__ = "'fast' (deprecated alias of --sites fast)"
 
 
 def add_parser(subparsers):
     """Register the ``reconstruct`` subcommand."""
     parser = subparsers.add_parser("reconstruct", help="reconstruct an image from its patch descriptors",
-                                   description=__doc__.split("\n\n")[0])
-    parser.add_argument("image", help="PNG, JPEG, TIFF or BMP image (colour is converted to gray)")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT.png", help="reconstruction to write")
-    parser.add_argument("--descriptor", choices=FAMILIES, default="brief")
-    parser.add_argument("--patch-size", type=int, default=32)
-    parser.add_argument("--m", type=int, default=512, help="measurements (bits) per descriptor")
-    sites = parser.add_mutually_exclusive_group()
-    sites.add_argument("--offset", type=int, default=None, help="grid spacing N_off (default 8)")
-    sites.add_argument("--keypoints", choices=("fast",), default=None, help="patches centred on FAST keypoints")
+                                   description=command_doc(__doc__))
+    parser.add_argument("image", help="PNG, JPEG, TIFF, BMP or PNM image (colour is converted to gray)")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.png",
+                        help="reconstruction to write (.png, .jpg, .tif or .bmp)")
+    parser.add_argument("--descriptor", choices=FAMILIES, default="brief", help="descriptor family")
+    parser.add_argument("--patch-size", type=positive_int, default=32, metavar="P", help="patch side in pixels")
+    parser.add_argument("--m", type=positive_int, default=512, help="measurements (bits) per descriptor")
+    parser.add_argument("--sites", choices=SITES, default="grid",
+                        help="where patches sit: a grid with spacing --offset, or FAST keypoints")
+    parser.add_argument("--offset", type=positive_int, default=None, metavar="N_OFF",
+                        help=f"grid spacing in pixels (default {DEFAULT_OFFSET}; --sites grid only)")
+    parser.add_argument("--keypoints", type=_keypoints_alias, default=None, metavar="fast",
+                        help="deprecated: '--keypoints fast' means '--sites fast'")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="joint (default where patches overlap) or patches (the paper's averaging)")
     parser.add_argument("--method", choices=METHODS, default=None,
                         help="solver (default: consistency for a joint solve of bits, biht for patches, "
                              "primal-dual with --real)")
     parser.add_argument("--real", action="store_true", help="real-valued descriptors instead of bits")
-    parser.add_argument("--iterations", type=int, default=None)
-    parser.add_argument("--sparsity", type=float, default=0.4, help="share of Haar coefficients BIHT keeps")
-    parser.add_argument("--lam", type=float, default=0.1, help="primal-dual data weight")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random patterns")
-    parser.add_argument("--metrics", metavar="OUT.json", default=None, help="write metrics and parameters")
+    parser.add_argument("--iterations", type=positive_int, default=None,
+                        help="solver iterations (default: the method's, e.g. 200 for consistency)")
+    parser.add_argument("--sparsity", type=fraction, default=0.4, help="share of Haar coefficients BIHT keeps")
+    parser.add_argument("--lam", type=positive_float, default=0.1, help="primal-dual data weight")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random patterns")
+    parser.add_argument("--metrics", metavar="OUT.json", default=None, help="write metrics and parameters (JSON)")
     parser.add_argument("--raw", action="store_true",
                         help="write the estimate as solved instead of contrast-stretched (0.5-99.5 percentiles)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_limit_options(parser, keypoints=False)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     parser.set_defaults(func=run)
     return parser
-
-
-class _Progress:
-    """A one-line progress bar on stderr, redrawn at most every ``interval`` seconds."""
-
-    def __init__(self, label, *, enabled=True, interval=0.25, stream=sys.stderr):
-        self.label, self.enabled, self.interval, self.stream = label, enabled, interval, stream
-        self.last = 0.0
-        self.drawn = False
-
-    def update(self, done, total, *, force=False):
-        now = time.monotonic()
-        if not self.enabled or (not force and now - self.last < self.interval):
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / max(total, 1))
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        self.stream.flush()
-        self.drawn = True
-
-    def close(self):
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def _fail(message):
@@ -89,32 +85,44 @@ def _fail(message):
 
 def run(args):
     """Run ``lbdviewer reconstruct``; return the exit status."""
+    if args.keypoints == "fast":
+        print("lbdviewer reconstruct: note: --keypoints fast is deprecated; use --sites fast", file=sys.stderr)
+        args.sites = "fast"
+    if args.sites == "fast" and args.offset is not None:
+        return _fail("--offset sets the grid spacing; it does not go with --sites fast")
     try:
-        image = load_image(args.image)
+        check_outputs({"-o/--output": args.output, "--metrics": args.metrics}, inputs=[args.image],
+                      image_outputs=("-o/--output",))
+        image = load_image(args.image, max_pixels=args.max_pixels)
         pattern = make_pattern(args.descriptor, patch_size=args.patch_size, m=args.m, rng=args.seed)
-        if args.keypoints == "fast":
+        if args.sites == "fast":
             sites, _ = fast_sites(image, patch_size=pattern.patch_size)
             if len(sites) == 0:
                 return _fail(f"no FAST keypoint of {args.image!r} has a whole patch inside the image")
         else:
             sites = grid_sites(image.shape, patch_size=pattern.patch_size,
-                               offset=8 if args.offset is None else args.offset)
+                               offset=DEFAULT_OFFSET if args.offset is None else args.offset)
         descriptors = describe_sites(image, sites, pattern, binary=not args.real)
-        progress = _Progress("reconstruct", enabled=not args.quiet)
         result = None
-        try:
+        with progress_bar(desc="reconstruct", quiet=args.quiet) as bar:
             for report in iter_reconstruct_image(descriptors, sites, pattern, shape=image.shape, mode=args.mode,
                                                  method=args.method, iterations=args.iterations,
                                                  sparsity=args.sparsity, lam=args.lam):
-                progress.update(report.done, report.total, force=report.result is not None)
+                advance(bar, report.done, report.total)
                 result = report.result
-        finally:
-            progress.close()
     except ValueError as error:
         return _fail(str(error))
-    save_png(args.output, result.image if args.raw else stretch(result.image, mask=result.covered))
+    estimate = result.image if args.raw else stretch(result.image, mask=result.covered)
+    files = {args.output: encode_image(estimate, Path(args.output).suffix)}
+    metrics = None
     if args.metrics:
-        save_json(args.metrics, _metrics(args, image, sites, pattern, descriptors, result))
+        metrics = _metrics(args, image, sites, pattern, descriptors, result)
+        files[args.metrics] = json_bytes(metrics)
+    atomic_write_all(files)
+    if not args.quiet:
+        consistency = "" if metrics is None else f", bit consistency {metrics['bit_consistency']:.3f}"
+        print(f"{args.output}: {args.descriptor}, {len(sites)} {args.sites} sites, mode {result.mode}, "
+              f"method {result.method}, {result.iterations} iterations, {result.seconds:.1f} s{consistency}")
     return 0
 
 
@@ -137,10 +145,11 @@ def _metrics(args, image, sites, pattern, descriptors, result):
         "sites": int(len(sites)),
         "uncovered_pixels": int((~result.covered).sum()),
         "parameters": {
-            "descriptor": args.descriptor, "patch_size": pattern.patch_size, "m": pattern.m,
-            "offset": None if args.keypoints else (8 if args.offset is None else args.offset),
-            "keypoints": args.keypoints, "real": bool(args.real), "seed": args.seed,
-            **result.params, "pattern": pattern.describe_params(),
+            **result.params,
+            "descriptor": args.descriptor, "patch_size": int(pattern.patch_size), "m": pattern.m,
+            "site_layout": args.sites,
+            "offset": None if args.sites == "fast" else (DEFAULT_OFFSET if args.offset is None else args.offset),
+            "real": bool(args.real), "seed": args.seed, "pattern": pattern.describe_params(),
         },
         "versions": {"numpy": np.__version__},
     }

@@ -8,36 +8,56 @@ read from the library's smoothed image ("linear-sampled").
 
 from __future__ import annotations
 
-import json
+import math
 
+from lbdviewer.commands._args import add_limit_options, command_doc, positive_int
 from lbdviewer.features import DESCRIPTORS
-from lbdviewer.io import load_image
+from lbdviewer.io import dumps_strict, load_image
 from lbdviewer.library_models import agreement, get_model
+from lbdviewer.limits import check_keypoints, max_keypoints
+from lbdviewer.progress import progress_bar
 
 
 def add_parser(subparsers):
-    parser = subparsers.add_parser("verify-model", help="compare our descriptor models with the real library")
-    parser.add_argument("image", help="input image")
-    parser.add_argument("--descriptor", choices=DESCRIPTORS + ("all",), default="all")
-    parser.add_argument("--keypoints", type=int, default=300, help="keypoints to detect (default 300)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    """Register the ``verify-model`` subcommand."""
+    parser = subparsers.add_parser("verify-model", help="compare our descriptor models with the real library",
+                                   description=command_doc(__doc__))
+    parser.add_argument("image", help="input image (PNG, JPEG, TIFF, BMP or PNM)")
+    parser.add_argument("--descriptor", choices=DESCRIPTORS + ("all",), default="all",
+                        help="library descriptor, or all of them")
+    parser.add_argument("--keypoints", type=positive_int, default=300, metavar="N",
+                        help="keypoints to detect (at most --max-keypoints)")
+    parser.add_argument("--json", action="store_true", help="print strict JSON instead of a table")
+    add_limit_options(parser)
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar (the first use of a model calibrates it: seconds)")
     parser.set_defaults(func=run)
+    return parser
 
 
 def run(args):
-    if args.keypoints < 1:
-        raise ValueError(f"--keypoints must be positive, got {args.keypoints}")
-    image = load_image(args.image)
+    """Run ``lbdviewer verify-model``; return the exit status."""
+    check_keypoints(args.keypoints, "--keypoints", limit=max_keypoints(args.max_keypoints))
+    image = load_image(args.image, max_pixels=args.max_pixels)
     names = DESCRIPTORS if args.descriptor == "all" else (args.descriptor,)
-    rows = [agreement(get_model(name), image, n_keypoints=args.keypoints) for name in names]
+    rows = []
+    with progress_bar(len(names), desc="verify-model", unit="descriptor", quiet=args.quiet) as bar:
+        for name in names:
+            bar.set_postfix_str(f"{name} (calibrates on first use)")
+            rows.append(agreement(get_model(name), image, n_keypoints=args.keypoints))
+            bar.update()
     total = sum(r["bits"] for r in rows)
     overall = sum(r["exact"] * r["bits"] for r in rows if r["bits"]) / total if total else float("nan")
     if args.json:
-        print(json.dumps({"descriptors": rows, "overall_exact": overall}, indent=2))
+        print(dumps_strict({"descriptors": rows, "overall_exact": overall}))
         return 0
     print(f"{'descriptor':15s} {'keypoints':>9s} {'bits':>8s} {'exact':>8s} {'linear':>8s} {'sampled':>8s}")
     for r in rows:
-        print(f"{r['descriptor']:15s} {r['keypoints']:9d} {r['bits']:8d} {100 * r['exact']:7.3f}% "
-              f"{100 * r['linear']:7.3f}% {100 * r['linear_sampled']:7.3f}%")
-    print(f"{'overall':15s} {'':9s} {total:8d} {100 * overall:7.3f}%")
+        print(f"{r['descriptor']:15s} {r['keypoints']:9d} {r['bits']:8d} {_percent(r['exact'])} "
+              f"{_percent(r['linear'])} {_percent(r['linear_sampled'])}")
+    print(f"{'overall':15s} {'':9s} {total:8d} {_percent(overall)}")
     return 0
+
+
+def _percent(share):
+    return f"{'n/a':>8s}" if math.isnan(share) else f"{100 * share:7.3f}%"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer._validation import check_choice
-from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
+from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs, point_pair_probe
 from lbdviewer.features import Keypoints
 from lbdviewer.library_models import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
                                       pair_pattern)
@@ -70,7 +70,8 @@ def brief_offset_pairs(*, n_bytes=32):
         return {"pairs": table}
 
     key = cache_key("opencv-brief", cv2.__version__, ("bytes", n_bytes))
-    return cached_arrays(key, compute)["pairs"].astype(np.int64)
+    probe = point_pair_probe(describe, box_sums, margin=margin)
+    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
 
 
 class Model(LibraryModel):

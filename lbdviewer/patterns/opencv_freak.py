@@ -161,26 +161,34 @@ class Model(LibraryModel):
         if self._pairs is None:
             key = cache_key("opencv-freak", _cv2().__version__, ("pattern_scale", self.pattern_scale),
                             ("n_octaves", self.n_octaves))
-            self._pairs = cached_arrays(key, self._calibrate)["pairs"].astype(np.int64)
+            self._pairs = cached_arrays(key, self._calibrate, probe=self._probe)["pairs"].astype(np.int64)
         return self._pairs
 
-    def _calibrate(self):
+    def _samples(self, gen, step=6):
+        """The library's bits and our field means on one random smooth image."""
         cv2 = _cv2()
+        coarse = gen.integers(0, 256, (24, 24)).astype(np.float32)
+        image = cv2.resize(coarse, (240, 240), interpolation=cv2.INTER_CUBIC)
+        image = np.clip(image + gen.normal(0, 12, image.shape), 0, 255).astype(np.uint8)
+        grid = np.arange(40, 200, step, dtype=np.float64)
+        xs, ys = (g.ravel() for g in np.meshgrid(grid, grid))
+        sizes = gen.uniform(7.0, 16.0, xs.shape)
+        keypoints = Keypoints(xs + gen.uniform(0, 1, xs.shape), ys + gen.uniform(0, 1, xs.shape), sizes)
+        kps, desc = self._create(False).compute(image, keypoints.to_cv())
+        index = np.array([k.class_id for k in kps], dtype=np.int64)
+        bits = np.unpackbits(desc, axis=1, bitorder="little").astype(bool)
+        return bits, self._field_means(image, keypoints.take(index), orientation_normalized=False)
+
+    def _calibrate(self):
         gen = np.random.default_rng(3)
-        values, bits = [], []
-        for _ in range(4):
-            coarse = gen.integers(0, 256, (24, 24)).astype(np.float32)
-            image = cv2.resize(coarse, (240, 240), interpolation=cv2.INTER_CUBIC)
-            image = np.clip(image + gen.normal(0, 12, image.shape), 0, 255).astype(np.uint8)
-            grid = np.arange(40, 200, 6, dtype=np.float64)
-            xs, ys = (g.ravel() for g in np.meshgrid(grid, grid))
-            sizes = gen.uniform(7.0, 16.0, xs.shape)
-            keypoints = Keypoints(xs + gen.uniform(0, 1, xs.shape), ys + gen.uniform(0, 1, xs.shape), sizes)
-            kps, desc = self._create(False).compute(image, keypoints.to_cv())
-            index = np.array([k.class_id for k in kps], dtype=np.int64)
-            bits.append(np.unpackbits(desc, axis=1, bitorder="little").astype(bool))
-            values.append(self._field_means(image, keypoints.take(index), orientation_normalized=False))
+        bits, values = zip(*(self._samples(gen) for _ in range(4)))
         return {"pairs": identify_pairs(np.concatenate(values), np.concatenate(bits), tie_positive=True)}
+
+    def _probe(self, arrays):
+        """Library bits on a fixed probe image and those ``arrays["pairs"]`` predict (see the calibration cache)."""
+        bits, values = self._samples(np.random.default_rng(20261126), step=32)
+        pairs = np.asarray(arrays["pairs"], dtype=np.int64)
+        return bits, values[:, pairs[:, 0]] >= values[:, pairs[:, 1]]
 
     # -- bits ---------------------------------------------------------------
     def _field_means(self, image, keypoints, *, orientation_normalized=None):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
+from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs, point_pair_probe
 from lbdviewer.features import Keypoints
 from lbdviewer.library_models import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
                                       pair_pattern)
@@ -84,7 +84,8 @@ def orb_point_pairs(*, patch_size=31):
         return {"pairs": table}
 
     key = cache_key("orb", cv2.__version__, ("patch_size", patch_size))
-    return cached_arrays(key, compute)["pairs"].astype(np.int64)
+    probe = point_pair_probe(describe, blur, margin=margin)
+    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
 
 
 def _round(values):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer._validation import check_choice
-from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs
+from lbdviewer.calibration import cache_key, cached_arrays, calibrate_point_pairs, point_pair_probe
 from lbdviewer.library_models import KeypointPattern, LibraryModel, compare_offsets, pair_pattern
 
 MODES = ("normal", "uniform")
@@ -55,13 +55,17 @@ def skimage_offset_pairs(params):
             raise RuntimeError("scikit-image BRIEF dropped calibration keypoints")
         return extractor.descriptors
 
+    def smoothed(image):
+        return smooth(image / 255.0, params["sigma"])
+
     def compute():
-        table = calibrate_point_pairs(describe, lambda image: smooth(image / 255.0, params["sigma"]),
-                                      radius=reach, margin=reach + 2, n_images=2, size=160, step=2, rng=2)
+        table = calibrate_point_pairs(describe, smoothed, radius=reach, margin=reach + 2, n_images=2, size=160,
+                                      step=2, rng=2)
         return {"pairs": table}
 
     key = cache_key("skimage-brief", skimage.__version__, *sorted(params.items()))
-    return cached_arrays(key, compute)["pairs"].astype(np.int64)
+    probe = point_pair_probe(describe, smoothed, margin=reach + 2)
+    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
 
 
 class Model(LibraryModel):
