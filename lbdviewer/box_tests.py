@@ -28,7 +28,6 @@ from lbdviewer.calibration import CalibrationError
 
 #: Grey level of a crafted patch outside its two boxes.
 BASE = 128
-DEBUG = {}
 
 
 def integral_image(image):
@@ -249,8 +248,6 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
             if wrong == 0:
                 break
         boxes[k], bounds[k], errors[k] = fewest
-    if DEBUG:
-        DEBUG.update(candidates=candidates, order=order, found=found, boxes=boxes, maps=family_maps)
     if max_unexplained is not None and np.count_nonzero(errors) > max_unexplained:
         missing = np.flatnonzero(errors)
         raise CalibrationError(f"no pair of boxes separates bit {int(missing[0])} ({missing.size} bits unexplained)")
@@ -376,31 +373,37 @@ def craft_patch(box1, box2, radius, target):
     >>> int(d.sum()), reached
     (300, 300)
     """
-    span = np.arange(-radius, radius + 1)
-    def pixels(c):
-        yy, xx = np.meshgrid(c[1] + span, c[0] + span, indexing="ij")
-        return set(zip(xx.ravel().tolist(), yy.ravel().tolist()))
-    p1, p2 = pixels(box1), pixels(box2)
-    only1, only2 = sorted(p1 - p2), sorted(p2 - p1)
+    low = np.minimum(box1, box2) - radius
+    side = np.abs(np.subtract(box1, box2)) + 2 * radius + 1
+    yy, xx = np.mgrid[low[1]:low[1] + side[1], low[0]:low[0] + side[0]]
+    xx, yy = xx.ravel(), yy.ravel()
+
+    def inside(c):
+        return (np.abs(xx - c[0]) <= radius) & (np.abs(yy - c[1]) <= radius)
+    in1, in2 = inside(box1), inside(box2)
+    only1 = (xx[in1 & ~in2], yy[in1 & ~in2])
+    only2 = (xx[in2 & ~in1], yy[in2 & ~in1])
     # the difference grows by raising B1 or lowering B2, and shrinks the other way
     if target >= 0:
         moves = ((only1, 1, 255 - BASE), (only2, -1, BASE))
     else:
         moves = ((only1, -1, BASE), (only2, 1, 255 - BASE))
     remaining = abs(int(target))
-    changed = []
+    xs, ys, deltas = [], [], []
     for group, sign, room in moves:
-        for x, y in group:
-            if remaining == 0:
-                break
-            amount = min(room, remaining)
-            changed.append((x, y, sign * amount))
-            remaining -= amount
+        if remaining == 0 or not len(group[0]):
+            continue
+        count = min(len(group[0]), -(-remaining // room))
+        amounts = np.full(count, room, dtype=np.int64)
+        amounts[-1] = min(room, remaining - room * (count - 1))
+        xs.append(group[0][:count].astype(np.int64))
+        ys.append(group[1][:count].astype(np.int64))
+        deltas.append(sign * amounts)
+        remaining -= int(amounts.sum())
     reached = int(target) - int(np.sign(target)) * remaining
-    if not changed:
+    if not xs:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), reached
-    arr = np.array(changed, dtype=np.int64)
-    return arr[:, 0], arr[:, 1], arr[:, 2], reached
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(deltas), reached
 
 
 def bisect_thresholds(describe, boxes, low, high, *, scale, half=16, canvas=2048):

@@ -279,7 +279,7 @@ class Model(LibraryModel):
     sampled_images = source_images
 
     def keypoint_patterns(self, keypoints, *, fold_smoothing=True):
-        """Each keypoint's boxes and thresholds, in a patch centred on its rounded position.
+        """Each keypoint's boxes and thresholds, in patches of one size centred on their rounded positions.
 
         Field ``2 k`` is box ``q_k``, field ``2 k + 1`` box ``p_k``; pair ``k``
         is ``(2 k, 2 k + 1)`` with threshold ``-theta_k / 255``. BEBLID does
@@ -293,15 +293,15 @@ class Model(LibraryModel):
         cy = np.floor(keypoints.y.astype(np.float64) + 0.5).astype(np.int64)
         pairs = np.arange(2 * self.n_bits).reshape(-1, 2)
         params = tuple(self.params().items())
+        centers = np.stack([boxes[..., [2, 0]].reshape(len(keypoints), -1),
+                            boxes[..., [3, 1]].reshape(len(keypoints), -1)], axis=-1).astype(np.float64)
+        radii = np.repeat(boxes[..., 4], 2, axis=1).astype(np.float64)
+        centers -= np.stack([cx, cy], axis=1)[:, None, :]
+        reach = int(np.max(np.abs(centers) + radii[..., None])) + 1  # one patch size for all keypoints
         out = []
         for k in range(len(keypoints)):
-            b = boxes[k]
-            centers = np.stack([b[:, [2, 0]].ravel(), b[:, [3, 1]].ravel()], axis=1).astype(np.float64)
-            radii = np.repeat(b[:, 4], 2).astype(np.float64)
-            reach = int(np.max(np.abs(centers - [cx[k], cy[k]]) + radii[:, None])) + 1
-            pattern = Pattern(self.name, 2 * reach + 1, centers - [cx[k] - reach, cy[k] - reach],
-                              np.maximum(radii, 0.5), radii, pairs, kernel="box", tie_positive=True,
-                              params=params, thresholds=thresholds)
+            pattern = Pattern(self.name, 2 * reach + 1, centers[k] + reach, np.maximum(radii[k], 0.5), radii[k],
+                              pairs, kernel="box", tie_positive=True, params=params, thresholds=thresholds)
             out.append(KeypointPattern(pattern, 0, (int(cy[k]) - reach, int(cx[k]) - reach), 1.0))
         return out
 
