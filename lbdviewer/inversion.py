@@ -204,6 +204,9 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     sparsity = check_fraction("sparsity", sparsity)
     started = time.perf_counter()
     patterns = keypoint_patterns(features)
+    if any(kp.pattern.thresholded for kp in patterns):
+        raise ValueError(f"descriptor {features.descriptor!r} compares box means against learned thresholds "
+                         f"(bits sign(L x - t)); inverting thresholded bits is not supported yet")
     runner = _joint if mode == "joint" else _patchwise
     image = covered = consistency = None
     for item in runner(features, patterns, int(iterations), sparsity):

@@ -38,6 +38,8 @@ MODEL_MODULES = {
     "opencv-brief": "lbdviewer.patterns.opencv_brief",
     "opencv-freak": "lbdviewer.patterns.opencv_freak",
     "skimage-brief": "lbdviewer.patterns.skimage_brief",
+    "beblid": "lbdviewer.patterns.opencv_blid",
+    "teblid": "lbdviewer.patterns.opencv_blid:TeblidModel",
 }
 
 
@@ -257,6 +259,7 @@ class LibraryModel:
         out = np.empty((len(patterns), self.n_bits), dtype=np.int8)
         for k, (kp, patch) in enumerate(zip(patterns, patches)):
             values = DescriptorOperator(kp.pattern, dtype=np.float64).describe(patch, binary=False)
+            values = values - kp.pattern.thresholds
             out[k] = sign_with_ties(values, tie_positive=self.tie_positive, atol=1e-9)
         return out
 
@@ -284,7 +287,8 @@ def get_model(name, **params):
     """
     if name not in MODEL_MODULES:
         raise ValueError(f"descriptor must be one of {tuple(MODEL_MODULES)}, got {name!r}")
-    model = importlib.import_module(MODEL_MODULES[name]).Model
+    module, _, attribute = MODEL_MODULES[name].partition(":")
+    model = getattr(importlib.import_module(module), attribute or "Model")
     try:
         return model(**params)
     except TypeError as error:  # a parameter the model does not take, e.g. from a feature file

@@ -369,6 +369,11 @@ class DescriptorOperator:
 
     # -- shapes -----------------------------------------------------------
     @property
+    def thresholds(self):
+        """Per-measurement thresholds ``t`` (bits are ``sign(L x - t)``), float64 (M,)."""
+        return self.pattern.thresholds
+
+    @property
     def shape(self):
         """``(M, N)``."""
         return (self.pattern.m, self.pattern.n)
@@ -504,10 +509,11 @@ class DescriptorOperator:
         ----------
         patches : array_like, shape (..., P, P)
         binary : bool
-            ``True``: bits in {-1, +1} (int8) with the pattern's tie rule;
-            ``False``: the real measurements ``L p`` (float64).
+            ``True``: bits ``sign(L p - t)`` in {-1, +1} (int8) with the
+            pattern's thresholds ``t`` and tie rule; ``False``: the real
+            measurements ``L p`` (float64).
         atol : float
-            Differences within ``atol`` of zero are ties.
+            Values of ``L p - t`` within ``atol`` of zero are ties.
 
         Returns
         -------
@@ -526,7 +532,7 @@ class DescriptorOperator:
         values = (means[:, self._first] - means[:, self._second]).reshape(*lead, self.m)
         if not binary:
             return values
-        return sign_with_ties(values, tie_positive=self.pattern.tie_positive, atol=atol)
+        return sign_with_ties(values - self.thresholds, tie_positive=self.pattern.tie_positive, atol=atol)
 
     # -- analysis ---------------------------------------------------------
     def field_matrix(self):

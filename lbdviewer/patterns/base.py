@@ -113,12 +113,16 @@ class Pattern:
         Bit given to a zero difference (see above).
     params : tuple of (str, object)
         The parameters the pattern was made with, for figure metadata.
+    thresholds : array_like, shape (M,), optional
+        Per-test threshold ``t``: bit ``i`` is the sign of ``L_i x - t_i``
+        (ties as above). Zero by default (the paper's ``sign(L x)``); BEBLID
+        and TEBLID compare box differences against learned thresholds.
 
     Examples
     --------
     >>> p = Pattern("toy", 8, [[2, 2], [5, 5]], [1, 1], [1, 1], [[0, 1]])
-    >>> p.m, p.n, p.n_fields
-    (1, 64, 2)
+    >>> p.m, p.n, p.n_fields, p.thresholds.tolist(), p.thresholded
+    (1, 64, 2, [0.0], False)
     """
 
     name: str
@@ -130,6 +134,7 @@ class Pattern:
     kernel: str = "gaussian"
     tie_positive: bool = False
     params: tuple = field(default=())
+    thresholds: np.ndarray = None
 
     def __post_init__(self):
         size = int(self.patch_size)
@@ -160,11 +165,21 @@ class Pattern:
         object.__setattr__(self, "radii", radii)
         object.__setattr__(self, "pairs", pairs)
         object.__setattr__(self, "params", tuple(self.params))
+        thresholds = _frozen(np.zeros(pairs.shape[0]) if self.thresholds is None else self.thresholds, np.float64)
+        if thresholds.shape != (pairs.shape[0],) or not np.all(np.isfinite(thresholds)):
+            raise ValueError(f"thresholds must be {pairs.shape[0]} finite values (one per pair), "
+                             f"got shape {thresholds.shape}")
+        object.__setattr__(self, "thresholds", thresholds)
 
     @property
     def m(self):
         """Number of measurements (bits)."""
         return self.pairs.shape[0]
+
+    @property
+    def thresholded(self):
+        """Whether any test has a non-zero threshold (``sign(L x - t)`` rather than ``sign(L x)``)."""
+        return bool(np.any(self.thresholds != 0))
 
     @property
     def n(self):
@@ -182,8 +197,8 @@ class Pattern:
         c = (self.patch_size - 1) / 2.0
         return np.array([c, c])
 
-    def with_pairs(self, pairs, *, name=None):
-        """Return the same fields with another list of pairs.
+    def with_pairs(self, pairs, *, name=None, thresholds=None):
+        """Return the same fields with another list of pairs (thresholds zero unless given).
 
         Examples
         --------
@@ -191,7 +206,7 @@ class Pattern:
         >>> p.with_pairs([[1, 0], [0, 1]]).m
         2
         """
-        return replace(self, pairs=pairs, name=self.name if name is None else name)
+        return replace(self, pairs=pairs, name=self.name if name is None else name, thresholds=thresholds)
 
     def transformed(self, *, angle=0.0, scale=1.0, patch_size=None):
         """Rotate and scale the pattern about the patch centre.

@@ -86,6 +86,24 @@ def resolve_transform(transform, domain_shape):
     return None, None
 
 
+def refuse_thresholds(operator):
+    """Raise if ``operator``'s bits are ``sign(L x - t)`` with some ``t != 0`` (BEBLID, TEBLID).
+
+    The patch solvers invert ``sign(L x)``; fed thresholded bits they would
+    solve the wrong problem without a word.
+
+    Examples
+    --------
+    >>> from lbdviewer.operators import DescriptorOperator
+    >>> from lbdviewer.patterns import make_pattern
+    >>> refuse_thresholds(DescriptorOperator(make_pattern("brief", m=8)))
+    """
+    thresholds = getattr(getattr(operator, "pattern", None), "thresholds", None)
+    if thresholds is not None and np.any(np.asarray(thresholds) != 0):
+        raise ValueError(f"operator compares against thresholds (bits sign(L x - t), pattern "
+                         f"{operator.pattern.name!r}); the solvers invert sign(L x) only")
+
+
 def tie_positive_of(operator):
     """Bit given to a tie: ``operator.pattern.tie_positive`` if present, else False."""
     return bool(getattr(getattr(operator, "pattern", None), "tie_positive", False))
@@ -137,6 +155,7 @@ class BatchedSolver:
         self.domain_shape = domain_shape_of(operator)
         self.m, self.n = (int(s) for s in operator.shape)
         self.tie_positive = tie_positive_of(operator)
+        refuse_thresholds(operator)
 
     def _configure(self, *, iterations, constraint, transform, backend):
         """Validate and set the options every solver has (after :meth:`_bind`)."""

@@ -1,0 +1,50 @@
+"""Calibration of thresholded box tests (BEBLID, TEBLID) against a synthetic library."""
+
+import numpy as np
+import pytest
+
+from lbdviewer.box_tests import (bisect_thresholds, box_sums, craft_patch, integral_image, locate_box_tests)
+from lbdviewer.patterns.opencv_blid import simplest_in
+
+#: (u1, v1, u2, v2, r) in a 32 x 32 patch and thresholds in grey levels, chosen here (not any library's).
+BOXES = np.array([[24, 10, 8, 20, 3], [16, 16, 12, 16, 2], [5, 5, 6, 6, 4], [20, 25, 17, 22, 3], [10, 28, 28, 4, 1]])
+THETA = np.array([12.0, -3.0, 0.0, 7.35, 41.5])
+
+
+def synthetic_library(scale=1):
+    """bit k = [mean(B1) - mean(B2) <= theta_k] at keypoints of one scale, like BEBLID inside the image."""
+    def describe(image, centers):
+        ii = integral_image(image)
+        x, y = centers[:, :1], centers[:, 1:]
+        r = scale * BOXES[:, 4]
+        s1 = box_sums(ii, x + scale * (BOXES[:, 0] - 16), y + scale * (BOXES[:, 1] - 16), r)
+        s2 = box_sums(ii, x + scale * (BOXES[:, 2] - 16), y + scale * (BOXES[:, 3] - 16), r)
+        side = (2 * r + 1).astype(np.float32)
+        return (s1 - s2) <= (THETA.astype(np.float32) * side * side)
+    return describe
+
+
+def test_craft_patch_makes_the_difference_asked_within_uint8():
+    for target in (0, 1, 355, -4000, 10 ** 6):
+        xs, ys, deltas, reached = craft_patch((6, 6), (8, 7), 2, target)
+        image = np.full((16, 16), 128)
+        image[ys, xs] += deltas
+        assert image.min() >= 0 and image.max() <= 255
+        ii = integral_image(image)
+        made = int(box_sums(ii, np.array([6]), np.array([6]), 2)[0] - box_sums(ii, np.array([8]), np.array([7]), 2)[0])
+        assert made == reached
+        assert reached == target or (abs(reached) < abs(target) and np.sign(reached) == np.sign(target))
+
+
+def test_calibration_recovers_known_boxes_and_thresholds():
+    boxes, bounds, errors = locate_box_tests(synthetic_library(), n_images=6, size=160, step=4, max_radius=5)
+    assert boxes.tolist() == BOXES.tolist() and not errors.any()
+    area = (2 * BOXES[:, 4] + 1) ** 2
+    cut = bisect_thresholds(synthetic_library(), boxes, bounds[:, 0], bounds[:, 1], scale=1, canvas=512)
+    assert cut.tolist() == np.floor(THETA * area).astype(int).tolist()
+    low, high = cut / area, (cut + 1) / area
+    area4 = (8 * BOXES[:, 4] + 1) ** 2
+    cut4 = bisect_thresholds(synthetic_library(4), boxes, np.floor(low * area4).astype(int),
+                             np.ceil(high * area4).astype(int), scale=4, canvas=1024)
+    theta = simplest_in(np.maximum(low, cut4 / area4), np.minimum(high, (cut4 + 1) / area4))
+    assert theta == pytest.approx(THETA, abs=1e-9)
