@@ -393,29 +393,35 @@ class Model(LibraryModel):
         """Calibrated ``(512, 2)`` point pairs in output bit order (``I_a > I_b``)."""
         if self._pairs is None:
             key = cache_key("opencv-brisk", _cv2().__version__, ("pattern_scale", self.pattern_scale))
-            self._pairs = cached_arrays(key, self._calibrate)["pairs"].astype(np.int64)
+            self._pairs = cached_arrays(key, self._calibrate, probe=self._probe)["pairs"].astype(np.int64)
         return self._pairs
+
+    def _samples(self, gen, step=5):
+        """The library's bits and our 60 intensities (at the library's angles) on one random image."""
+        cv2 = _cv2()
+        coarse = gen.integers(0, 256, (40, 40)).astype(np.float32)
+        image = cv2.resize(coarse, (200, 200), interpolation=cv2.INTER_CUBIC)
+        image = np.clip(image + gen.normal(0, 20, image.shape), 0, 255).astype(np.uint8)
+        grid = np.arange(40, 160, step, dtype=np.float64)
+        xs, ys = (g.ravel() for g in np.meshgrid(grid, grid))
+        keypoints = Keypoints(xs + gen.uniform(0, 1, xs.shape), ys + gen.uniform(0, 1, xs.shape),
+                              gen.uniform(7.2, 20.0, xs.shape))
+        kps, desc = self._create().compute(image, keypoints.to_cv())
+        kept = Keypoints.from_cv(kps)
+        bits = np.unpackbits(desc, axis=1, bitorder="little")[:, :N_BITS].astype(bool)
+        return bits, self.intensities(image, kept, rotation_index(kept.angle))
 
     def _calibrate(self):
         """Match every output bit to the one ordered point pair that predicts it on random images."""
-        cv2 = _cv2()
         gen = np.random.default_rng(5)
-        extractor = self._create()
-        values, bits = [], []
-        for _ in range(3):
-            coarse = gen.integers(0, 256, (40, 40)).astype(np.float32)
-            image = cv2.resize(coarse, (200, 200), interpolation=cv2.INTER_CUBIC)
-            image = np.clip(image + gen.normal(0, 20, image.shape), 0, 255).astype(np.uint8)
-            grid = np.arange(40, 160, 5, dtype=np.float64)
-            xs, ys = (g.ravel() for g in np.meshgrid(grid, grid))
-            keypoints = Keypoints(xs + gen.uniform(0, 1, xs.shape), ys + gen.uniform(0, 1, xs.shape),
-                                  gen.uniform(7.2, 20.0, xs.shape))
-            kps, desc = extractor.compute(image, keypoints.to_cv())
-            kept = Keypoints.from_cv(kps)
-            bits.append(np.unpackbits(desc, axis=1, bitorder="little")[:, :N_BITS].astype(bool))
-            values.append(self.intensities(image, kept, rotation_index(kept.angle)))
-        values, bits = np.concatenate(values), np.concatenate(bits)
-        return {"pairs": identify_pairs(values, bits, tie_positive=False)}
+        bits, values = zip(*(self._samples(gen) for _ in range(3)))
+        return {"pairs": identify_pairs(np.concatenate(values), np.concatenate(bits), tie_positive=False)}
+
+    def _probe(self, arrays):
+        """Library bits on a fixed probe image and those ``arrays["pairs"]`` predict (see the calibration cache)."""
+        bits, values = self._samples(np.random.default_rng(20261126), step=30)
+        pairs = np.asarray(arrays["pairs"], dtype=np.int64)
+        return bits, values[:, pairs[:, 0]] > values[:, pairs[:, 1]]
 
     # -- bits ---------------------------------------------------------------
     def _run_library(self, image, keypoints):
