@@ -158,7 +158,17 @@ def pattern_geometry(pattern_scale=1.0):
 
 
 def pattern_points(geometry, scale, rotation):
-    """Float32 offsets ``(x, y)`` of the 60 points for each (scale, rotation), shape (K, 60) each."""
+    """Float32 offsets ``(x, y)`` of the 60 points for each (scale, rotation), shape (K, 60) each.
+
+    Point ``p`` at ``(rho_p cos(a_p + t), rho_p sin(a_p + t))``, ``rho_p`` the
+    scaled ring radius and ``t`` the rotation, with the library's rotation table.
+
+    Examples
+    --------
+    >>> x, y = pattern_points(pattern_geometry(), np.array([0]), np.array([256]))  # a quarter turn
+    >>> abs(round(float(x[0, 1]), 4)), round(float(y[0, 1]), 4)
+    (0.0, 2.465)
+    """
     scale, rotation = np.asarray(scale), np.asarray(rotation)
     product = geometry["scale_radius"][scale]
     c, s = geometry["rot_cos"][rotation][:, None], geometry["rot_sin"][rotation][:, None]
@@ -346,6 +356,7 @@ class Model(LibraryModel):
     # -- geometry ---------------------------------------------------------
     @property
     def geometry(self):
+        """The sampling pattern of this pattern scale (see :func:`pattern_geometry`)."""
         return pattern_geometry(self.pattern_scale)
 
     def scale_index(self, keypoints):
