@@ -1,7 +1,7 @@
 """Run a real library and our model of it on the same keypoints.
 
 Each model in :mod:`lbdviewer.patterns` (``orb``, ``opencv_brief``,
-``opencv_freak``, ``skimage_brief``) is a :class:`LibraryModel`:
+``opencv_freak``, ``skimage_brief``, ``opencv_brisk``) is a :class:`LibraryModel`:
 
 * :meth:`~LibraryModel.run_library` calls the installed library;
 * :meth:`~LibraryModel.model_bits` recomputes its bits with our own code,
@@ -40,6 +40,7 @@ MODEL_MODULES = {
     "skimage-brief": "lbdviewer.patterns.skimage_brief",
     "beblid": "lbdviewer.patterns.opencv_blid",
     "teblid": "lbdviewer.patterns.opencv_blid:TeblidModel",
+    "brisk": "lbdviewer.patterns.opencv_brisk",
 }
 
 
@@ -276,7 +277,7 @@ def get_model(name, **params):
 
     Parameters
     ----------
-    name : {"orb", "opencv-brief", "opencv-freak", "skimage-brief"}
+    name : {"orb", "opencv-brief", "opencv-freak", "skimage-brief", "brisk"}
     **params
         Keyword parameters of that model.
 
