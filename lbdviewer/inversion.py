@@ -40,7 +40,9 @@ import numpy as np
 from lbdviewer._validation import check_choice, check_fraction, check_iterations
 from lbdviewer.library_models import KeypointPattern, get_model
 from lbdviewer.operators import DescriptorOperator, field_bounds, pack_bits
+from lbdviewer.pyramid import PyramidJointOperator
 from lbdviewer.reconstruct import DEFAULT_ITERATIONS, MODES, ImageResult, iter_reconstruct_image
+from lbdviewer.solvers.whole_image import JointSignConsistency
 from lbdviewer.solvers import BIHT
 
 #: Keypoints solved in one BIHT batch when they share a pattern (the BRIEF models).
@@ -138,6 +140,11 @@ def level0_pattern(keypoint_pattern):
                    radii=pattern.radii * scale), origin
 
 
+def _model(features):
+    """The library model of ``features`` with its parameters."""
+    return get_model(features.descriptor, **{k: v for k, v in features.params.items() if k != "library"})
+
+
 def keypoint_patterns(features):
     """The trimmed pattern of every keypoint of ``features`` (see :func:`trimmed`).
 
@@ -148,8 +155,7 @@ def keypoint_patterns(features):
     -------
     list of KeypointPattern
     """
-    params = {k: v for k, v in features.params.items() if k != "library"}
-    model = get_model(features.descriptor, **params)
+    model = _model(features)
     cache, out = {}, []
     for kp in model.keypoint_patterns(features.keypoints):
         if id(kp.pattern) not in cache:
@@ -281,10 +287,45 @@ def _place(total, weight, kp, patch, cv2):
         weight[r0:r1, c0:c1] += 1.0
 
 
+def _covered(shape, patterns):
+    """Pixels of the level-0 image inside some keypoint's patch (mapped by :func:`level0_pattern`)."""
+    mapped = [level0_pattern(kp) for kp in patterns]
+    origins = np.array([origin for _, origin in mapped], dtype=np.int64).reshape(-1, 2)
+    sizes = np.array([pattern.patch_size for pattern, _ in mapped], dtype=np.int64)
+    height, width = shape
+    top, left = np.clip(origins[:, 0], 0, height), np.clip(origins[:, 1], 0, width)
+    bottom, right = np.clip(origins[:, 0] + sizes, 0, height), np.clip(origins[:, 1] + sizes, 0, width)
+    counts = np.zeros((shape[0] + 1, shape[1] + 1), dtype=np.int32)
+    np.add.at(counts, (top, left), 1)
+    np.add.at(counts, (top, right), -1)
+    np.add.at(counts, (bottom, left), -1)
+    np.add.at(counts, (bottom, right), 1)
+    return np.cumsum(np.cumsum(counts, axis=0), axis=1)[:-1, :-1] > 0
+
+
+def _pyramid_joint(features, patterns, iterations):
+    """Sign consistency through :class:`lbdviewer.pyramid.PyramidJointOperator`: keypoints on their own levels."""
+    model = _model(features)
+    level_shapes = [level.shape for level in model.source_images(np.zeros(features.image_shape))]
+    operator = PyramidJointOperator(features.image_shape, level_shapes, [kp.level for kp in patterns],
+                                    [kp.origin for kp in patterns], [kp.pattern for kp in patterns])
+    report_every = max(1, iterations // 100)
+    state = None
+    for state in JointSignConsistency(operator, features.bits(), iterations=iterations).steps():
+        done = state.iteration
+        if done % report_every == 0 or state.finished:
+            yield InversionProgress(done=done, total=iterations, image=np.clip(state.x[0], 0.0, 1.0))
+    yield (np.asarray(state.x[0], dtype=np.float64), _covered(features.image_shape, patterns),
+           float(state.bit_consistency[0]))
+
+
 def _joint(features, patterns, iterations, sparsity):
     height, width = features.image_shape
     if not patterns:
         yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None
+        return
+    if any(kp.level > 0 for kp in patterns) and _model(features).pyramid == "chained":
+        yield from _pyramid_joint(features, patterns, iterations)
         return
     mapped = [level0_pattern(kp) for kp in patterns]  # level-0 keypoints keep shared patterns shared
     level0 = [pattern for pattern, _ in mapped]
