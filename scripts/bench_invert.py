@@ -1,0 +1,135 @@
+"""Inversion of feature files against the grid solve, in one process: seconds, ratios and peak memory.
+
+The reference is the joint grid solve of the same image (BRIEF, 32x32
+patches, offset 8, defaults: :func:`lbdviewer.reconstruct_image`). Each
+feature file is written first by the real library (``lbdviewer extract``:
+ORB's detector, ``--keypoints`` of them), then inverted with
+:func:`lbdviewer.inversion.invert_features` (joint, defaults). The machine's
+speed drifts by up to 30 %, so the rows run interleaved in one process,
+``--rounds`` times, after one warm-up round; the ratio of each round is
+taken against that round's grid solve and the median is reported. Peak
+memory (maximum resident set) is measured separately, one fresh subprocess
+per row (``--row``), the figure :func:`os.wait4` reports for it.
+
+Usage: ``python scripts/bench_invert.py [--image astronaut] [--keypoints 500 5000]
+[--descriptors orb] [--rounds 3] [--json OUT.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def grid_solve(image):
+    import lbdviewer as lbd
+
+    pattern = lbd.make_pattern("brief")
+    sites = lbd.grid_sites(image.shape, patch_size=32, offset=8)
+    descriptors = lbd.describe_sites(image, sites, pattern)
+    started = time.perf_counter()
+    lbd.reconstruct_image(descriptors, sites, pattern, shape=image.shape)
+    return time.perf_counter() - started
+
+
+def invert(path):
+    from lbdviewer.features import load_features
+    from lbdviewer.inversion import invert_features
+
+    started = time.perf_counter()
+    result = invert_features(load_features(path))
+    return time.perf_counter() - started, result
+
+
+def run_row(row, image_name, folder):
+    """One row, alone in this process (for its peak memory)."""
+    from lbdviewer.io import sample_image
+
+    if row == "grid":
+        grid_solve(sample_image(image_name))
+    else:
+        invert(Path(folder) / f"{row}.npz")
+
+
+def peak_mb(row, args, folder):
+    """Peak resident memory (MB) of a fresh process running ``row`` alone."""
+    command = [sys.executable, __file__, "--row", row, "--image", args.image, "--folder", folder]
+    process = subprocess.Popen(command)
+    _, status, usage = os.wait4(process.pid, 0)
+    if status != 0:
+        raise RuntimeError(f"row {row} failed with status {status}")
+    return usage.ru_maxrss / 1024.0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--image", default="astronaut")
+    parser.add_argument("--keypoints", type=int, nargs="+", default=[500, 5000])
+    parser.add_argument("--descriptors", nargs="+", default=["orb"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", metavar="OUT.json")
+    parser.add_argument("--row", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.row:
+        run_row(args.row, args.image, args.folder)
+        return 0
+
+    from lbdviewer.commands.extract import extract_features
+    from lbdviewer.features import save_features
+    from lbdviewer.io import library_versions, sample_image, save_json
+    from lbdviewer.metrics import image_metrics
+
+    image = sample_image(args.image)
+    with tempfile.TemporaryDirectory() as folder:
+        rows = {}
+        for descriptor in args.descriptors:
+            for count in args.keypoints:
+                features = extract_features(image, descriptor, n_keypoints=count)
+                name = f"{descriptor}-{count}"
+                save_features(Path(folder) / f"{name}.npz", features)
+                rows[name] = len(features.keypoints)
+        seconds = {name: [] for name in ["grid", *rows]}
+        quality = {}
+        for round_index in range(args.rounds + 1):  # round 0 compiles and warms up
+            measured = {"grid": grid_solve(image)}
+            for name in rows:
+                measured[name], result = invert(Path(folder) / f"{name}.npz")
+                metrics = image_metrics(image, result.image, mask=result.covered)
+                quality[name] = (metrics["correlation"], float(result.covered.mean()), result.solver_bit_consistency)
+            if round_index:
+                for name, value in measured.items():
+                    seconds[name].append(value)
+                print(f"round {round_index}: " + ", ".join(f"{k} {v:.2f} s" for k, v in measured.items()),
+                      flush=True)
+        peaks = {name: peak_mb(name, args, folder) for name in seconds}
+    report = []
+    for name, values in seconds.items():
+        ratios = [value / grid for value, grid in zip(values, seconds["grid"])]
+        row = {"row": name, "keypoints": rows.get(name), "seconds_median": statistics.median(values),
+               "seconds": values, "ratio_to_grid_median": statistics.median(ratios), "peak_mb": peaks[name]}
+        if name in quality:
+            row.update(dict(zip(("correlation", "covered", "bit_consistency"), quality[name])))
+        report.append(row)
+    print(f"\n{args.image}, grid = BRIEF offset 8 joint; median of {args.rounds} interleaved rounds")
+    print("| row | keypoints | seconds | ratio to grid | peak memory | correlation | covered | bits |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in report:
+        extra = (f"{row['correlation']:.3f} | {row['covered']:.2f} | {row['bit_consistency']:.3f}"
+                 if "correlation" in row else "- | - | -")
+        print(f"| {row['row']} | {row['keypoints'] or '-'} | {row['seconds_median']:.2f} | "
+              f"{row['ratio_to_grid_median']:.2f} | {row['peak_mb']:.0f} MB | {extra} |")
+    if args.json:
+        save_json(args.json, {"image": args.image, "rounds": args.rounds, "rows": report,
+                               "versions": library_versions()})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
