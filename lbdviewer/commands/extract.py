@@ -31,7 +31,8 @@ def extract_features(image, descriptor, *, n_keypoints=500):
     return FeatureSet(
         descriptor=descriptor, params={**model.params(), "library": model.library_version()},
         image_shape=image.shape, keypoints=result.keypoints,
-        descriptors=pack_bits(result.bits, bitorder=model.bitorder).reshape(len(result.keypoints), -1),
+        descriptors=pack_bits(result.bits, bitorder=model.bitorder).reshape(len(result.keypoints),
+                                                                            (model.n_bits + 7) // 8),
         n_bits=model.n_bits, bitorder=model.bitorder,
     )
 
