@@ -5,9 +5,10 @@ patches, offset 8, defaults: :func:`lbdviewer.reconstruct_image`). Each
 feature file is written first by the real library (``lbdviewer extract``:
 ORB's detector, ``--keypoints`` of them), then inverted with
 :func:`lbdviewer.inversion.invert_features` (joint, defaults). The machine's
-speed drifts by up to 30 %, so the rows run interleaved in one process,
-``--rounds`` times, after one warm-up round; the ratio of each round is
-taken against that round's grid solve and the median is reported. Peak
+speed drifts (by 30 % and far more when it is shared), so everything runs in
+one process, after a warm-up round, as ``grid, row 1, grid, row 2, ..., grid``,
+``--rounds`` times: each inversion is divided by the mean of the grid solves
+just before and just after it, and the median of these ratios is reported. Peak
 memory (maximum resident set) is measured separately, one fresh subprocess
 per row (``--row``), the figure :func:`os.wait4` reports for it.
 
@@ -96,28 +97,35 @@ def main(argv=None):
                 save_features(Path(folder) / f"{name}.npz", features)
                 rows[name] = len(features.keypoints)
         seconds = {name: [] for name in ["grid", *rows]}
+        ratios = {name: [] for name in ["grid", *rows]}
         quality = {}
         for round_index in range(args.rounds + 1):  # round 0 compiles and warms up
-            measured = {"grid": grid_solve(image)}
+            grids = [grid_solve(image)]
+            measured = {}
             for name in rows:
                 measured[name], result = invert(Path(folder) / f"{name}.npz")
+                grids.append(grid_solve(image))
                 metrics = image_metrics(image, result.image, mask=result.covered)
                 quality[name] = (metrics["correlation"], float(result.covered.mean()), result.solver_bit_consistency)
+                if round_index:
+                    ratios[name].append(measured[name] / (0.5 * (grids[-2] + grids[-1])))
+                    seconds[name].append(measured[name])
             if round_index:
-                for name, value in measured.items():
-                    seconds[name].append(value)
-                print(f"round {round_index}: " + ", ".join(f"{k} {v:.2f} s" for k, v in measured.items()),
-                      flush=True)
+                seconds["grid"] += grids
+                ratios["grid"].append(1.0)
+                print(f"round {round_index}: grid " + " / ".join(f"{g:.2f}" for g in grids) + " s, "
+                      + ", ".join(f"{k} {v:.2f} s" for k, v in measured.items()), flush=True)
         peaks = {name: peak_mb(name, args, folder) for name in seconds}
     report = []
     for name, values in seconds.items():
-        ratios = [value / grid for value, grid in zip(values, seconds["grid"])]
         row = {"row": name, "keypoints": rows.get(name), "seconds_median": statistics.median(values),
-               "seconds": values, "ratio_to_grid_median": statistics.median(ratios), "peak_mb": peaks[name]}
+               "seconds": values, "ratio_to_grid_median": statistics.median(ratios[name]),
+               "ratios": ratios[name], "peak_mb": peaks[name]}
         if name in quality:
             row.update(dict(zip(("correlation", "covered", "bit_consistency"), quality[name])))
         report.append(row)
-    print(f"\n{args.image}, grid = BRIEF offset 8 joint; median of {args.rounds} interleaved rounds")
+    print(f"\n{args.image}, grid = BRIEF offset 8 joint; ratio = row / mean of the grid solves around it, "
+          f"median of {args.rounds} rounds")
     print("| row | keypoints | seconds | ratio to grid | peak memory | correlation | covered | bits |")
     print("|---|---|---|---|---|---|---|---|")
     for row in report:
