@@ -15,7 +15,8 @@ keypoint's patch covers:
 ``lines_read``
     legibility: of the title lines of a text sample (``book-titles``), how
     many ``tesseract`` reads back from the reconstruction of that sample's
-    own feature file (a line counts when an OCR line matches it with a
+    own feature file, shown as a person sees it
+    (:func:`lbdviewer.display.display_stretch`) (a line counts when an OCR line matches it with a
     :class:`difflib.SequenceMatcher` ratio of at least :data:`MATCH_RATIO`,
     upper case, letters and single spaces only); None without tesseract.
 
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lbdviewer.display import display_stretch
 from lbdviewer.features import DESCRIPTORS, load_features, save_features
 
 #: The title lines printed in the ``book-titles`` sample (``scripts/make_samples.py``).
@@ -156,7 +158,7 @@ def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK
         read = None
         if ocr and text_image is not None:
             _, text_result, _ = _invert_through_file(text_image, descriptor, n_keypoints, folder)
-            text = ocr_text(text_result.image)
+            text = ocr_text(display_stretch(text_result.image, mask=text_result.covered).image)
             read = None if text is None else lines_read(text, titles)[0]
     metrics = image_metrics(image, result.image, mask=result.covered) if result.covered.any() else {}
     return LeakRow(descriptor=descriptor, keypoints=len(features.keypoints), n_bits=int(features.n_bits),
