@@ -294,10 +294,13 @@ def _place(total, weight, kp, patch, cv2):
 
 
 def _covered(shape, patterns):
-    """Pixels of the level-0 image inside some keypoint's patch (mapped by :func:`level0_pattern`)."""
-    mapped = [level0_pattern(kp) for kp in patterns]
-    origins = np.array([origin for _, origin in mapped], dtype=np.int64).reshape(-1, 2)
-    sizes = np.array([pattern.patch_size for pattern, _ in mapped], dtype=np.int64)
+    """Pixels of the level-0 image inside some keypoint's patch (placed as :func:`level0_pattern` does)."""
+    scale = np.array([kp.scale for kp in patterns], dtype=np.float64)
+    origins = np.array([kp.origin for kp in patterns], dtype=np.int64).reshape(-1, 2)
+    sizes = np.array([kp.pattern.patch_size for kp in patterns], dtype=np.int64)
+    scaled = scale != 1.0
+    origins = np.where(scaled[:, None], np.floor(origins * scale[:, None] + 0.5), origins).astype(np.int64)
+    sizes = np.where(scaled, np.ceil(sizes * scale) + 1, sizes).astype(np.int64)
     height, width = shape
     top, left = np.clip(origins[:, 0], 0, height), np.clip(origins[:, 1], 0, width)
     bottom, right = np.clip(origins[:, 0] + sizes, 0, height), np.clip(origins[:, 1] + sizes, 0, width)
@@ -317,12 +320,12 @@ def _pyramid_operator(features, patterns):
     (ORB; the BRIEF models, whose keypoints are all on level 0) and the levels
     above 0 are each resized from the previous one (``pyramid == "chained"``).
     """
-    unique = list({id(kp.pattern): kp.pattern for kp in patterns}.values())
+    unique = list({id(kp.pattern): kp.pattern for kp in patterns}.values())  # in order of first use
     try:
-        stencils, _ = shared_stencils(unique)
+        stencils = shared_stencils(unique)
     except ValueError:  # fields between pixels (FREAK's scaled patterns): the level-0 joint operator
         return None
-    if len(stencils) > MAX_SHARED_STENCILS:
+    if len(stencils[0]) > MAX_SHARED_STENCILS:
         return None
     if all(kp.level == 0 for kp in patterns):
         level_shapes = [features.image_shape]
@@ -331,7 +334,7 @@ def _pyramid_operator(features, patterns):
     else:
         return None
     return PyramidJointOperator(features.image_shape, level_shapes, [kp.level for kp in patterns],
-                                [kp.origin for kp in patterns], [kp.pattern for kp in patterns])
+                                [kp.origin for kp in patterns], [kp.pattern for kp in patterns], stencils=stencils)
 
 
 def _pyramid_joint(features, patterns, operator, iterations):

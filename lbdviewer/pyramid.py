@@ -238,7 +238,10 @@ def shared_stencils(patterns):
     radii = np.concatenate([p.radii if p.radii.ndim == 1 else p.radii.max(axis=1) for p in patterns])
     kernels_used = np.repeat([p.kernel == "gaussian" for p in patterns], [p.n_fields for p in patterns])
     keys = np.column_stack([np.concatenate([p.sigmas for p in patterns]), radii, kernels_used])
-    distinct, first, ids = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    if np.all(keys == keys[0]):  # one stencil (ORB, the BRIEF models): no sort of the fields
+        first, ids = np.zeros(1, dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
+    else:
+        _, first, ids = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     owner = np.repeat(np.arange(len(patterns)), [p.n_fields for p in patterns])
     starts = np.concatenate([[0], np.cumsum([p.n_fields for p in patterns])])
     stencils = [_stencil(patterns[owner[f]], f - starts[owner[f]]) for f in first]
@@ -270,6 +273,9 @@ class PyramidJointOperator:
         Each site's pattern in level pixels, fields at integer centres
         (:func:`shared_stencils`), all with the same ``m`` and tie rule.
     dtype : numpy dtype
+    stencils : tuple, optional
+        :func:`shared_stencils` of the distinct patterns (in order of first
+        use), if the caller has it already.
 
     Notes
     -----
@@ -287,7 +293,7 @@ class PyramidJointOperator:
     (2, 1)
     """
 
-    def __init__(self, shape, level_shapes, levels, origins, patterns, *, dtype=np.float32):
+    def __init__(self, shape, level_shapes, levels, origins, patterns, *, dtype=np.float32, stencils=None):
         levels = np.asarray(levels, dtype=np.int64).reshape(-1)
         origins = np.asarray(origins, dtype=np.int64).reshape(-1, 2)
         if len(levels) == 0 or len(origins) != len(levels):
@@ -310,7 +316,7 @@ class PyramidJointOperator:
         self.tie_positive = bool(unique[0].tie_positive)
         self.levels = levels
         self._buffers = {}
-        stencils, field_stencil = shared_stencils(unique)
+        stencils, field_stencil = shared_stencils(unique) if stencils is None else stencils
         self._stencils = [self._separable(weights, centre, self.dtype) for weights, centre in stencils]
         place = np.array([self.atlas.offsets[int(level)] for level in levels], dtype=np.int64).reshape(-1, 2)
         corner = origins + place
