@@ -232,26 +232,34 @@ def shared_stencils(patterns):
     >>> [s.shape for s, _ in stencils], ids.tolist()
     ([(3, 3), (7, 7)], [0, 1])
     """
-    centers = np.concatenate([p.centers for p in patterns])
-    if np.any(centers != np.round(centers)):
-        raise ValueError("a pattern has fields between pixels")
-    radii = np.concatenate([p.radii if p.radii.ndim == 1 else p.radii.max(axis=1) for p in patterns])
-    kernels_used = np.repeat([p.kernel == "gaussian" for p in patterns], [p.n_fields for p in patterns])
-    keys = np.column_stack([np.concatenate([p.sigmas for p in patterns]), radii, kernels_used])
-    if np.all(keys == keys[0]):  # one stencil (ORB, the BRIEF models): no sort of the fields
-        first, ids = np.zeros(1, dtype=np.int64), np.zeros(len(keys), dtype=np.int64)
-    else:
-        _, first, ids = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    owner = np.repeat(np.arange(len(patterns)), [p.n_fields for p in patterns])
-    starts = np.concatenate([[0], np.cumsum([p.n_fields for p in patterns])])
-    stencils = [_stencil(patterns[owner[f]], f - starts[owner[f]]) for f in first]
-    ids = ids.reshape(-1)
-    sizes = np.array([w.shape for w, _ in stencils])[ids]
-    centre = np.array([c for _, c in stencils])[ids]
-    top_left = centers[:, ::-1].astype(np.int64) - centre
-    patch = np.array([p.patch_size for p in patterns])[owner]
-    if top_left.min() < 0 or np.any(top_left + sizes > patch[:, None]):
-        raise ValueError("a field leaves its patch")
+    keys, ids, stencils = {}, [], []
+    for pattern in patterns:  # pattern by pattern: no array over all fields but the ids
+        if np.any(pattern.centers != np.round(pattern.centers)):
+            raise ValueError(f"pattern {pattern.name!r} has fields between pixels")
+        radii = pattern.radii if pattern.radii.ndim == 1 else pattern.radii.max(axis=1)
+        if np.all(pattern.sigmas == pattern.sigmas[0]) and np.all(radii == radii[0]):
+            field_keys, inverse = [(float(pattern.sigmas[0]), float(radii[0]))], np.zeros(pattern.n_fields, int)
+        else:
+            unique, first, inverse = np.unique(np.column_stack([pattern.sigmas, radii]), axis=0,
+                                               return_index=True, return_inverse=True)
+            field_keys = [tuple(row) for row in unique.tolist()]
+        local = np.empty(len(field_keys), dtype=np.int64)
+        for index, key in enumerate(field_keys):
+            key = (*key, pattern.kernel)
+            if key not in keys:
+                keys[key] = len(stencils)
+                field = 0 if len(field_keys) == 1 else int(first[index])
+                stencils.append(_stencil(pattern, field))
+            local[index] = keys[key]
+        inverse = inverse.reshape(-1)
+        for index, k in enumerate(local):  # each stencil's fields stay inside the patch
+            (height, width), (cy, cx) = stencils[k][0].shape, stencils[k][1]
+            centers = pattern.centers if len(local) == 1 else pattern.centers[inverse == index]
+            low, high = centers.min(axis=0), centers.max(axis=0)
+            if min(low[0] - cx, low[1] - cy) < 0 or max(high[0] - cx + width, high[1] - cy + height) > pattern.patch_size:
+                raise ValueError(f"a field of pattern {pattern.name!r} leaves its patch")
+        ids.append(local[inverse])
+    ids = np.concatenate(ids)
     return stencils, ids
 
 
@@ -334,8 +342,10 @@ class PyramidJointOperator:
         split = int(cuts[np.argmin(np.abs(cuts - len(order) / 2))]) if len(cuts) else len(order)
         self._runs = [run for run in (order[:split], order[split:]) if len(run)]
         self._index = [np.empty((len(levels), self.m), dtype=np.int32) for _ in range(2)]
+        by_pattern = np.argsort(site_pattern, kind="stable")
+        bounds = np.searchsorted(site_pattern[by_pattern], np.arange(len(unique) + 1))
         for k, p in enumerate(unique):
-            here = site_pattern == k
+            here = by_pattern[bounds[k]:bounds[k + 1]]
             for side in range(2):
                 self._index[side][here] = base[here, None] + field_index[k][p.pairs[:, side]][None, :]
 

@@ -10,7 +10,9 @@ one process, after a warm-up round, as ``grid, row 1, grid, row 2, ..., grid``,
 ``--rounds`` times: each inversion is divided by the mean of the grid solves
 just before and just after it, and the median of these ratios is reported. Peak
 memory (maximum resident set) is measured separately, one fresh subprocess
-per row (``--row``), the figure :func:`os.wait4` reports for it.
+per row (``--row``): its ``VmHWM`` at the end (``/proc/self/status``; a new
+program's own peak, whereas ``ru_maxrss`` keeps the peak of the process it
+was forked from).
 
 Usage: ``python scripts/bench_invert.py [--image astronaut] [--keypoints 500 5000]
 [--descriptors orb] [--rounds 3] [--json OUT.json]``
@@ -19,7 +21,6 @@ Usage: ``python scripts/bench_invert.py [--image astronaut] [--keypoints 500 500
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -49,23 +50,28 @@ def invert(path):
 
 
 def run_row(row, image_name, folder):
-    """One row, alone in this process (for its peak memory)."""
+    """One row, alone in this process; prints this program's peak resident memory in kB."""
     from lbdviewer.io import sample_image
 
     if row == "grid":
         grid_solve(sample_image(image_name))
     else:
         invert(Path(folder) / f"{row}.npz")
+    status = Path("/proc/self/status")
+    if status.exists():
+        peak = next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmHWM"))
+    else:  # not Linux: the rusage figure
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"PEAK_KB {peak}")
 
 
 def peak_mb(row, args, folder):
     """Peak resident memory (MB) of a fresh process running ``row`` alone."""
     command = [sys.executable, __file__, "--row", row, "--image", args.image, "--folder", folder]
-    process = subprocess.Popen(command)
-    _, status, usage = os.wait4(process.pid, 0)
-    if status != 0:
-        raise RuntimeError(f"row {row} failed with status {status}")
-    return usage.ru_maxrss / 1024.0
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return int(output.split("PEAK_KB")[-1]) / 1024.0
 
 
 def main(argv=None):
