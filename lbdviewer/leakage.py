@@ -69,12 +69,13 @@ class LeakRow:
     seconds: float
     reconstruction: np.ndarray
     covered: np.ndarray
+    error: str | None = None
 
     def as_dict(self):
         """The scores as a JSON-ready dict (no arrays)."""
         return {name: getattr(self, name) for name in ("descriptor", "keypoints", "n_bits", "file_bytes",
                                                         "correlation", "coverage", "bit_consistency",
-                                                        "lines_read", "lines_total", "seconds")}
+                                                        "lines_read", "lines_total", "seconds", "error")}
 
 
 def normalise(text):
@@ -180,7 +181,14 @@ def compare_descriptors(image, descriptors=DESCRIPTORS, **options):
     >>> [row.descriptor for row in rows], 0 < rows[0].coverage <= 1, rows[0].correlation > 0.3
     (['orb'], True, True)
     """
-    rows = [leak_row(image, descriptor, **options) for descriptor in descriptors]
+    rows = []
+    for descriptor in descriptors:
+        try:
+            rows.append(leak_row(image, descriptor, **options))
+        except ValueError as error:  # a descriptor lbdviewer cannot invert yet: a row that says why
+            empty = np.zeros(np.shape(image))
+            rows.append(LeakRow(descriptor, 0, 0, 0, np.nan, 0.0, np.nan, None, len(options.get("titles", BOOK_TITLES)),
+                                0.0, empty, empty > 0, error=str(error)))
     return sorted(rows, key=lambda row: -np.nan_to_num(row.correlation, nan=-2.0))
 
 
@@ -195,6 +203,9 @@ def table(rows):
     lines = ["| descriptor | keypoints | bits | file | correlation | coverage | bits reproduced | title lines read "
              "| seconds |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
+        if row.error:
+            lines.append(f"| {row.descriptor} | not inverted: {row.error} |||||||| ")
+            continue
         read = "-" if row.lines_read is None else f"{row.lines_read}/{row.lines_total}"
         lines.append(f"| {row.descriptor} | {row.keypoints} | {row.n_bits} | {row.file_bytes / 1024:.0f} kB | "
                      f"{row.correlation:.3f} | {row.coverage:.2f} | {row.bit_consistency:.3f} | {read} | "

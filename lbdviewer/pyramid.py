@@ -308,6 +308,8 @@ class PyramidJointOperator:
             raise ValueError(f"levels ({len(levels)}) and origins ({len(origins)}) must have one entry per site, "
                              "at least one")
         unique, site_pattern = index_patterns(patterns, len(levels))
+        if any(p.thresholded for p in unique):
+            raise ValueError("thresholded patterns (bits sign(L x - t)) are not supported by the pyramid operator")
         sizes = np.array([p.patch_size for p in unique], dtype=np.int64)[site_pattern]
         used = np.unique(levels)
         pads = []

@@ -38,3 +38,15 @@ def test_a_row_scores_the_inversion_of_the_descriptors_file():
 def test_unknown_descriptor_is_refused():
     with pytest.raises(ValueError, match="descriptor must be one of"):
         leak_row(np.zeros((64, 64)), "surf")
+
+
+def test_a_descriptor_that_cannot_be_inverted_is_a_row_that_says_why(monkeypatch):
+    import lbdviewer.leakage as leakage
+
+    def refuse(image, descriptor, **options):
+        raise ValueError(f"{descriptor} bits are thresholded")
+
+    monkeypatch.setattr(leakage, "leak_row", refuse)
+    rows = leakage.compare_descriptors(np.zeros((32, 32)), ("beblid",))
+    assert rows[0].error == "beblid bits are thresholded" and np.isnan(rows[0].correlation)
+    assert "not inverted: beblid bits are thresholded" in table(rows)
