@@ -25,6 +25,9 @@ key                 dtype, shape     meaning
 headers, keypoint count, ``image_shape``) against :mod:`lbdviewer.limits`
 before reading, then every item, and raises :class:`ValueError` naming the
 problem.
+:func:`load_features` and :func:`save_features` also read and write OpenCV
+``cv::FileStorage`` files (``.yml``, ``.yaml``, ``.xml``, ``.json``:
+:mod:`lbdviewer.filestorage`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ FORMAT = "lbdviewer-features"
 VERSION = 1
 DESCRIPTORS = ("orb", "opencv-brief", "opencv-freak", "skimage-brief", "beblid", "teblid", "brisk")
 KEYPOINT_COLUMNS = ("x", "y", "size", "angle", "octave", "response")
+#: Suffixes :func:`load_features` reads: ``.npz`` and OpenCV FileStorage's.
+FEATURE_SUFFIXES = (".npz", ".yml", ".yaml", ".xml", ".json")
 
 
 def _column(values, name, n):
@@ -198,14 +203,22 @@ def validate(features):
         raise ValueError(f"descriptors must be uint8 of shape {expected}, got {desc.dtype} {desc.shape}")
 
 
-def save_features(path, features):
-    """Write ``features`` to ``path`` (``.npz``) atomically.
+def save_features(path, features, *, fmt=None):
+    """Write ``features`` to ``path`` atomically: ``.npz``, or OpenCV FileStorage by suffix or ``fmt``.
 
     Parameters
     ----------
     path : str or os.PathLike
     features : FeatureSet
+    fmt : {"npz", "yaml", "xml", "json"}, optional
+        Default: from the suffix (``.yml``/``.yaml``, ``.xml``, ``.json``:
+        :mod:`lbdviewer.filestorage`; anything else ``.npz``).
     """
+    from lbdviewer import filestorage
+
+    if fmt not in (None, "npz") or (fmt is None and filestorage.format_of(path)):
+        filestorage.save(path, features, fmt=fmt)
+        return
     validate(features)
     try:
         params = json.dumps(features.params, sort_keys=True, allow_nan=False)
@@ -359,8 +372,8 @@ def _item(data, key, kind):
     return value
 
 
-def load_features(path, *, max_pixels=None, max_keypoints=None):
-    """Read and validate a feature file.
+def load_features(path, *, max_pixels=None, max_keypoints=None, descriptor=None, image_shape=None):
+    """Read and validate a feature file: ``.npz``, or OpenCV FileStorage (``.yml``, ``.yaml``, ``.xml``, ``.json``).
 
     What the file declares is checked before anything is read: see
     :func:`check_archive` (members, keypoint count) and the pixel limit on
@@ -373,6 +386,10 @@ def load_features(path, *, max_pixels=None, max_keypoints=None):
         Limits on ``image_shape`` and on the number of keypoints; defaults
         :func:`lbdviewer.limits.max_pixels` and
         :func:`lbdviewer.limits.max_keypoints`.
+    descriptor : str, optional
+        FileStorage only: the descriptor, when the file does not name it.
+    image_shape : (int, int), optional
+        FileStorage only: ``(height, width)``, when the file does not give it.
 
     Returns
     -------
@@ -387,6 +404,11 @@ def load_features(path, *, max_pixels=None, max_keypoints=None):
     lbdviewer.limits.ResourceLimitError
         When the file declares more pixels or keypoints than the limits.
     """
+    from lbdviewer import filestorage
+
+    if filestorage.format_of(path):
+        return filestorage.load(path, descriptor=descriptor, image_shape=image_shape, max_pixels=max_pixels,
+                                max_keypoints=max_keypoints)
     name = os.fspath(path)
     try:
         handle = open(name, "rb")

@@ -7,17 +7,21 @@ library used: turned by the keypoint angle, at its pyramid level or FREAK
 scale, placed in a patch of that level. Two modes invert the bits:
 
 ``"joint"`` (default)
-    one level-0 image explains every keypoint's bits at once:
-    :func:`lbdviewer.reconstruct.iter_reconstruct_image` with one pattern per
-    keypoint (sign consistency with a total-variation prior by default).
-    :func:`level0_pattern` maps a pattern of pyramid level ``l`` (pixel size
-    ``s`` in level-0 pixels) to level 0: field centres move to the level-0
-    position of the level pixel they sat on, sigmas and radii are multiplied
-    by ``s``. This ignores the pyramid's own resampling filter (ORB builds its
-    levels by bilinear resizing), which the wider fields approximate.
-    Libraries read patches that leave the image with reflect-101 padding; the
-    joint solve instead pads the unknown image with free pixels (a border as
-    wide as the farthest patch reaches) and crops it away afterwards.
+    one level-0 image explains every keypoint's bits at once (sign
+    consistency with a total-variation prior,
+    :class:`lbdviewer.solvers.whole_image.JointSignConsistency`). Where every
+    field is one of a few stencils at integer pixels of its level (ORB on its
+    pyramid, the BRIEF models on level 0), the operator is
+    :class:`lbdviewer.pyramid.PyramidJointOperator`: the levels are built
+    from the unknown image as the library builds them (bilinear resizing,
+    reflect-101 padding), each stencil filters them once and every test is
+    two reads; its cost is close to a grid's. Otherwise (FREAK, whose fields
+    scale with the keypoint) :func:`lbdviewer.reconstruct.iter_reconstruct_image`
+    runs with one level-0 pattern per keypoint: :func:`level0_pattern` maps a
+    pattern of level ``l`` (pixel size ``s`` in level-0 pixels) to level 0,
+    field centres moved to the level-0 position of the level pixel they sat
+    on, sigmas and radii multiplied by ``s``; patches that leave the image
+    read free pixels of a border cropped away afterwards.
 ``"patches"`` (the paper's protocol)
     each keypoint's bits are inverted with BIHT on its own patch (at its
     level), the estimates are resized to level-0 pixels, placed at their
@@ -40,9 +44,13 @@ import numpy as np
 from lbdviewer._validation import check_choice, check_fraction, check_iterations
 from lbdviewer.library_models import KeypointPattern, get_model
 from lbdviewer.operators import DescriptorOperator, field_bounds, pack_bits
+from lbdviewer.pyramid import PyramidJointOperator, shared_stencils
 from lbdviewer.reconstruct import DEFAULT_ITERATIONS, MODES, ImageResult, iter_reconstruct_image
+from lbdviewer.solvers.whole_image import JointSignConsistency
 from lbdviewer.solvers import BIHT
 
+#: Most distinct field stencils for which the pyramid operator (one filtered plane each) is used.
+MAX_SHARED_STENCILS = 4
 #: Keypoints solved in one BIHT batch when they share a pattern (the BRIEF models).
 PATCH_BATCH = 256
 #: Estimates handed out during a patchwise inversion (the other reports carry none).
@@ -138,6 +146,11 @@ def level0_pattern(keypoint_pattern):
                    radii=pattern.radii * scale), origin
 
 
+def _model(features):
+    """The library model of ``features`` with its parameters."""
+    return get_model(features.descriptor, **{k: v for k, v in features.params.items() if k != "library"})
+
+
 def keypoint_patterns(features):
     """The trimmed pattern of every keypoint of ``features`` (see :func:`trimmed`).
 
@@ -148,8 +161,7 @@ def keypoint_patterns(features):
     -------
     list of KeypointPattern
     """
-    params = {k: v for k, v in features.params.items() if k != "library"}
-    model = get_model(features.descriptor, **params)
+    model = _model(features)
     cache, out = {}, []
     for kp in model.keypoint_patterns(features.keypoints):
         if id(kp.pattern) not in cache:
@@ -281,10 +293,70 @@ def _place(total, weight, kp, patch, cv2):
         weight[r0:r1, c0:c1] += 1.0
 
 
+def _covered(shape, patterns):
+    """Pixels of the level-0 image inside some keypoint's patch (placed as :func:`level0_pattern` does)."""
+    scale = np.array([kp.scale for kp in patterns], dtype=np.float64)
+    origins = np.array([kp.origin for kp in patterns], dtype=np.int64).reshape(-1, 2)
+    sizes = np.array([kp.pattern.patch_size for kp in patterns], dtype=np.int64)
+    scaled = scale != 1.0
+    origins = np.where(scaled[:, None], np.floor(origins * scale[:, None] + 0.5), origins).astype(np.int64)
+    sizes = np.where(scaled, np.ceil(sizes * scale) + 1, sizes).astype(np.int64)
+    height, width = shape
+    top, left = np.clip(origins[:, 0], 0, height), np.clip(origins[:, 1], 0, width)
+    bottom, right = np.clip(origins[:, 0] + sizes, 0, height), np.clip(origins[:, 1] + sizes, 0, width)
+    counts = np.zeros((shape[0] + 1, shape[1] + 1), dtype=np.int32)
+    np.add.at(counts, (top, left), 1)
+    np.add.at(counts, (top, right), -1)
+    np.add.at(counts, (bottom, left), -1)
+    np.add.at(counts, (bottom, right), 1)
+    return np.cumsum(np.cumsum(counts, axis=0), axis=1)[:-1, :-1] > 0
+
+
+def _pyramid_operator(features, patterns):
+    """The :class:`lbdviewer.pyramid.PyramidJointOperator` of the keypoints, or None where it does not apply.
+
+    It applies when all fields are a few stencils (at most
+    :data:`MAX_SHARED_STENCILS`) at integer pixels of the keypoints' levels
+    (ORB; the BRIEF models, whose keypoints are all on level 0) and the levels
+    above 0 are each resized from the previous one (``pyramid == "chained"``).
+    """
+    unique = list({id(kp.pattern): kp.pattern for kp in patterns}.values())  # in order of first use
+    try:
+        stencils = shared_stencils(unique)
+    except ValueError:  # fields between pixels (FREAK's scaled patterns): the level-0 joint operator
+        return None
+    if len(stencils[0]) > MAX_SHARED_STENCILS:
+        return None
+    if all(kp.level == 0 for kp in patterns):
+        level_shapes = [features.image_shape]
+    elif _model(features).pyramid == "chained":
+        level_shapes = [level.shape for level in _model(features).source_images(np.zeros(features.image_shape))]
+    else:
+        return None
+    return PyramidJointOperator(features.image_shape, level_shapes, [kp.level for kp in patterns],
+                                [kp.origin for kp in patterns], [kp.pattern for kp in patterns], stencils=stencils)
+
+
+def _pyramid_joint(features, patterns, operator, iterations):
+    """Sign consistency through the :class:`lbdviewer.pyramid.PyramidJointOperator` ``operator``."""
+    report_every = max(1, iterations // 100)
+    state = None
+    for state in JointSignConsistency(operator, features.bits(), iterations=iterations).steps():
+        done = state.iteration
+        if done % report_every == 0 or state.finished:
+            yield InversionProgress(done=done, total=iterations, image=np.clip(state.x[0], 0.0, 1.0))
+    yield (np.asarray(state.x[0], dtype=np.float64), _covered(features.image_shape, patterns),
+           float(state.bit_consistency[0]))
+
+
 def _joint(features, patterns, iterations, sparsity):
     height, width = features.image_shape
     if not patterns:
         yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None
+        return
+    operator = _pyramid_operator(features, patterns)
+    if operator is not None:
+        yield from _pyramid_joint(features, patterns, operator, iterations)
         return
     mapped = [level0_pattern(kp) for kp in patterns]  # level-0 keypoints keep shared patterns shared
     level0 = [pattern for pattern, _ in mapped]

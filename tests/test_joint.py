@@ -364,3 +364,20 @@ def test_block_bits_hold_each_sites_bits_and_serve_squared_hinge(monkeypatch):
             np.testing.assert_array_equal((words[block] >> np.uint64(j)) & np.uint64(1), positive[site])
     x = rng.random((20, 23))
     assert op.squared_hinge(x, words, 0.01)[0] == op.squared_hinge(x, positive, 0.01)[0]
+
+
+def test_box_fields_are_one_entry_each_and_give_the_same_operator():
+    rng = np.random.default_rng(15)
+    patterns = keypoint_patterns("freak", 4, rng) + keypoint_patterns("brief", 2, rng)
+    field_pattern, entry_start, _, _, box_shape = _tables._compact_entries(patterns, None)
+    boxes = np.array([patterns[p].kernel == "box" for p in field_pattern])
+    assert np.all(np.diff(entry_start)[boxes] == 1) and np.all(box_shape[boxes] > 0) and not box_shape[~boxes].any()
+    sites = np.stack([rng.integers(0, 48 - 24, len(patterns)), rng.integers(0, 56 - 24, len(patterns))], axis=1)
+    image, y = rng.random((48, 56)), rng.standard_normal((len(patterns), patterns[0].m))
+    for backend in ("auto", "direct", "filtered"):
+        op = JointOperator(image.shape, sites, patterns, backend=backend, dtype=np.float64)
+        for (r, c), pattern, values in zip(sites, patterns, op.forward(image)):
+            patch = image[r:r + pattern.patch_size, c:c + pattern.patch_size]
+            np.testing.assert_allclose(values, DescriptorOperator(pattern, dtype=np.float64).forward(patch),
+                                       atol=1e-10)
+        dot_test(op, rtol=1e-9)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
 from lbdviewer.features import DESCRIPTORS, FeatureSet, save_features
+from lbdviewer.filestorage import FORMATS
 from lbdviewer.io import load_image
 from lbdviewer.library_models import get_model
 from lbdviewer.limits import check_keypoints, max_keypoints
@@ -30,7 +31,8 @@ def extract_features(image, descriptor, *, n_keypoints=500):
     return FeatureSet(
         descriptor=descriptor, params={**model.params(), "library": model.library_version()},
         image_shape=image.shape, keypoints=result.keypoints,
-        descriptors=pack_bits(result.bits, bitorder=model.bitorder).reshape(len(result.keypoints), -1),
+        descriptors=pack_bits(result.bits, bitorder=model.bitorder).reshape(len(result.keypoints),
+                                                                            (model.n_bits + 7) // 8),
         n_bits=model.n_bits, bitorder=model.bitorder,
     )
 
@@ -40,7 +42,10 @@ def add_parser(subparsers):
     parser = subparsers.add_parser("extract", help="write a feature file computed by the real library",
                                    description=command_doc(__doc__))
     parser.add_argument("image", help="input image (PNG, JPEG, TIFF, BMP or PNM)")
-    parser.add_argument("-o", "--output", required=True, metavar="FEATURES", help="feature file to write (.npz)")
+    parser.add_argument("-o", "--output", required=True, metavar="FEATURES",
+                        help="feature file to write (.npz, or OpenCV FileStorage .yml/.yaml/.xml/.json)")
+    parser.add_argument("--format", choices=("npz",) + FORMATS, default=None,
+                        help="file format (default: from the output suffix; npz otherwise)")
     parser.add_argument("--descriptor", choices=DESCRIPTORS, default="orb", help="library descriptor")
     parser.add_argument("--keypoints", type=positive_int, default=500, metavar="N",
                         help="keypoints to detect (at most --max-keypoints)")
@@ -58,6 +63,6 @@ def run(args):
         raise ValueError(f"image {args.image!r} is {image.shape[1]} x {image.shape[0]} pixels; the detector "
                          f"needs at least {MIN_SIDE} x {MIN_SIDE}")
     features = extract_features(image, args.descriptor, n_keypoints=args.keypoints)
-    save_features(args.output, features)
+    save_features(args.output, features, fmt=args.format)
     print(f"{args.output}: {len(features.keypoints)} {args.descriptor} descriptors of {features.n_bits} bits")
     return 0

@@ -11,12 +11,13 @@ the covered pixels (null without one) and every parameter.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
 
 from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
-from lbdviewer.features import load_features
+from lbdviewer.features import DESCRIPTORS, load_features
 from lbdviewer.figures import stretch
 from lbdviewer.inversion import MODES, iter_invert_features
 from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
@@ -28,11 +29,30 @@ from lbdviewer.reconstruct import DEFAULT_ITERATIONS
 QUALITY_KEYS = ("correlation", "psnr", "ssim", "covered_fraction")
 
 
+def image_size(text):
+    """``(height, width)`` from ``WIDTHxHEIGHT`` (argparse type of ``--image-size``).
+
+    Examples
+    --------
+    >>> image_size("640x480")
+    (480, 640)
+    """
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(f"--image-size must be WIDTHxHEIGHT in pixels, e.g. 640x480; got {text!r}")
+    return int(parts[1]), int(parts[0])
+
+
 def add_parser(subparsers):
     """Register the ``invert`` subcommand."""
     parser = subparsers.add_parser("invert", help="reconstruct an image from a feature file",
                                    description=command_doc(__doc__))
-    parser.add_argument("features", help="feature file (.npz) written by 'lbdviewer extract'")
+    parser.add_argument("features", help="feature file: .npz written by 'lbdviewer extract', or OpenCV "
+                                         "FileStorage (.yml, .yaml, .xml, .json) with keypoints and descriptors")
+    parser.add_argument("--descriptor", choices=DESCRIPTORS, default=None,
+                        help="descriptor of a FileStorage file that does not name it")
+    parser.add_argument("--image-size", type=image_size, default=None, metavar="WIDTHxHEIGHT",
+                        help="image size of a FileStorage file that does not give it")
     parser.add_argument("-o", "--output", required=True, metavar="OUT.png",
                         help="reconstruction to write (.png, .jpg, .tif or .bmp)")
     parser.add_argument("--mode", choices=MODES, default="joint",
@@ -56,7 +76,8 @@ def run(args):
         raise ValueError("--reference is only used by --metrics; give --metrics OUT.json too")
     check_outputs({"-o/--output": args.output, "--metrics": args.metrics},
                   inputs=[args.features, args.reference], image_outputs=("-o/--output",))
-    features = load_features(args.features, max_pixels=args.max_pixels, max_keypoints=args.max_keypoints)
+    features = load_features(args.features, max_pixels=args.max_pixels, max_keypoints=args.max_keypoints,
+                             descriptor=args.descriptor, image_shape=args.image_size)
     reference = None
     if args.reference:
         reference = load_image(args.reference, max_pixels=args.max_pixels)

@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 from lbdviewer.joint._kernels import INTEGRAL
-from lbdviewer.operators import field_entries
+from lbdviewer.operators import _all_bounds, field_entries
 
 FILTER_READS_PER_PIXEL = 0.25
 BLOCK_SITES = 64  # sites a block of the kernels handles at once: its bits of one test fill a 64-bit word
@@ -103,6 +103,44 @@ def _field_entries(patterns, kernel):
     return (field_pattern, *field_entries(patterns, kernel=kernel))
 
 
+def _compact_entries(patterns, kernel):
+    """:func:`_field_entries`, but a box field is one entry: its top-left pixel with the box's weight.
+
+    Box stencils are described by their shape alone, so thousands of
+    keypoint patterns of wide boxes (FREAK at a large keypoint size) cost
+    one entry a field instead of one a pixel.
+
+    Returns
+    -------
+    field_pattern, entry_start, pixels, weights
+        As :func:`_field_entries` (box fields: one entry each).
+    box_shape : ndarray of int64, shape (F, 2)
+        ``(h, w)`` of each box field, ``(0, 0)`` for the others.
+    """
+    field_pattern = np.repeat(np.arange(len(patterns)), [pattern.n_fields for pattern in patterns])
+    is_box = np.array([(kernel or pattern.kernel) == "box" for pattern in patterns])
+    starts, pixels, weights, shapes = [np.zeros(1, dtype=np.int64)], [], [], []
+    edges = np.flatnonzero(np.diff(is_box.astype(np.int8))) + 1
+    for lo, hi in zip(np.concatenate([[0], edges]), np.concatenate([edges, [len(patterns)]])):
+        run = list(patterns[lo:hi])
+        if is_box[lo]:
+            bounds, _, _, sizes = _all_bounds(run)
+            width, height = bounds[:, 1] - bounds[:, 0] + 1, bounds[:, 3] - bounds[:, 2] + 1
+            run_starts = np.arange(1, len(bounds) + 1, dtype=np.int64)
+            run_pixels = (bounds[:, 2] * sizes + bounds[:, 0]).astype(np.int32)
+            run_weights, run_shapes = 1.0 / (height * width), np.column_stack([height, width])
+        else:
+            run_starts, run_pixels, run_weights = field_entries(run, kernel=kernel)
+            run_starts = run_starts[1:]
+            run_shapes = np.zeros((len(run_starts), 2), dtype=np.int64)
+        starts.append(run_starts + starts[-1][-1])
+        pixels.append(run_pixels)
+        weights.append(np.asarray(run_weights, dtype=np.float64))
+        shapes.append(run_shapes.astype(np.int64))
+    return (field_pattern, np.concatenate(starts), np.concatenate(pixels), np.concatenate(weights),
+            np.concatenate(shapes))
+
+
 @numba.njit(cache=True)
 def _mix(value):
     """splitmix64 of a uint64: equal values give equal hashes, others hashes spread evenly."""
@@ -113,13 +151,14 @@ def _mix(value):
 
 
 @numba.njit(cache=True)
-def _field_stencils(entry_start, pixels, field_size, weights):
+def _field_stencils(entry_start, pixels, field_size, weights, box_shape=None):
     """Each field's anchor and stencil shape, whether its stencil is a box, and hashes of both.
 
     A field's stencil is the dense rectangle of its kernel's bounding box.
     Stencils are equal when their shapes and weights rounded to 1e-9 are
     (see :func:`_same_fields`). The arguments are those of
-    :func:`_field_entries` and each field's patch size.
+    :func:`_field_entries` and each field's patch size, or those of
+    :func:`_compact_entries` with its ``box_shape``.
 
     Returns
     -------
@@ -139,6 +178,14 @@ def _field_stencils(entry_start, pixels, field_size, weights):
     hashes = np.empty((n_fields, 2), dtype=np.uint64)
     for f in range(n_fields):
         start, stop, size = entry_start[f], entry_start[f + 1], field_size[f]
+        if box_shape is not None and box_shape[f, 0] > 0:  # a compact box: its top-left pixel, its shape
+            h, w = box_shape[f, 0], box_shape[f, 1]
+            r0, c0 = pixels[start] // size, pixels[start] % size
+            corner[f, 0], corner[f, 1], corner[f, 2], corner[f, 3] = r0, c0, h, w
+            box[f], top_left[f] = True, weights[start]
+            value = _mix(_mix(_mix(np.uint64(h)) ^ np.uint64(w)) ^ np.uint64(np.int64(np.rint(weights[start] * 1e9))))
+            hashes[f, 0], hashes[f, 1] = value, _mix(_mix(value ^ np.uint64(r0)) ^ np.uint64(c0))
+            continue
         r0, r1 = pixels[start] // size, pixels[stop - 1] // size
         c0, c1 = size, 0
         low, high = weights[start], weights[start]
@@ -233,19 +280,22 @@ def _group_fields(fields, segment_start, hashes, head, corner, entry_start, pixe
 
 
 @numba.njit(cache=True)
-def _taps(fields, integral, corner, entry_start, pixels, field_size, weights, width):
+def _taps(fields, integral, corner, entry_start, pixels, field_size, weights, width, box_shape):
     """The taps of ``fields`` (none for -1), in order, as the kernels read them: ``(tap_start, tap_offset, tap_weight)``.
 
     A field's taps are its nonzero weights at their offsets in a
     ``width``-wide image or, where ``integral`` is True (a box, ``corner`` its
     anchor and shape), the four corners of its box in the ``(H + 1) x (W + 1)``
-    integral image, weighted ``+w, -w, -w, +w``.
+    integral image, weighted ``+w, -w, -w, +w``. A compact box (``box_shape``
+    of :func:`_compact_entries`) read by taps has one a pixel of its box.
     """
     tap_start = np.zeros(fields.shape[0] + 1, dtype=np.int64)
     count = 0
     for i in range(fields.shape[0]):
         if fields[i] >= 0 and integral[i]:
             count += 4
+        elif fields[i] >= 0 and box_shape[fields[i], 0] > 0:
+            count += box_shape[fields[i], 0] * box_shape[fields[i], 1]
         elif fields[i] >= 0:
             for e in range(entry_start[fields[i]], entry_start[fields[i] + 1]):
                 count += weights[e] != 0.0
@@ -263,6 +313,14 @@ def _taps(fields, integral, corner, entry_start, pixels, field_size, weights, wi
                 tap_offset[t] = (r0 + dr) * (width + 1) + c0 + dc
                 tap_weight[t] = sign * weights[entry_start[f]]
                 t += 1
+            continue
+        if box_shape[f, 0] > 0:
+            r0, c0 = pixels[entry_start[f]] // field_size[f], pixels[entry_start[f]] % field_size[f]
+            for r in range(r0, r0 + box_shape[f, 0]):
+                for c in range(c0, c0 + box_shape[f, 1]):
+                    tap_offset[t] = r * width + c
+                    tap_weight[t] = weights[entry_start[f]]
+                    t += 1
             continue
         for e in range(entry_start[f], entry_start[f + 1]):
             if weights[e] != 0.0:
@@ -304,9 +362,9 @@ def build_tables(shape, sites, patterns, site_pattern, *, kernel, backend, dtype
     """
     height, width = shape
     n_pixels = height * width
-    field_pattern, entry_start, pixels, weights = _field_entries(patterns, kernel)
+    field_pattern, entry_start, pixels, weights, box_shape = _compact_entries(patterns, kernel)
     field_size = np.array([p.patch_size for p in patterns], dtype=np.int64)[field_pattern]
-    corner, box, top_left, hashes = _field_stencils(entry_start, pixels, field_size, weights)
+    corner, box, top_left, hashes = _field_stencils(entry_start, pixels, field_size, weights, box_shape)
     entries = (corner, entry_start, pixels, field_size, weights)
     pattern_start = np.concatenate([[0], np.cumsum([p.n_fields for p in patterns])]).astype(np.int64)
     # Fields of a pattern with one anchor and stencil (BRIEF: 1024 fields, ~600 distinct).
@@ -343,7 +401,7 @@ def build_tables(shape, sites, patterns, site_pattern, *, kernel, backend, dtype
 
     field_group = np.where(from_integral, INTEGRAL, group_of)[own]
     tap_start, tap_offset, tap_weight = _taps(np.where(field_group < 0, first, -1), field_group == INTEGRAL,
-                                              corner, entry_start, pixels, field_size, weights, width)
+                                              corner, entry_start, pixels, field_size, weights, width, box_shape)
     pairs = np.concatenate([p.pairs + pattern_start[index] for index, p in enumerate(patterns)])
     pairs = distinct[pairs] - field_start[field_pattern[pairs]]
     tables = (

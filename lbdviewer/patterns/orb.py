@@ -116,6 +116,7 @@ class Model(LibraryModel):
     bitorder = "little"
     tie_positive = False
     n_bits = 256
+    pyramid = "chained"
 
     def __init__(self, *, n_levels=8, scale_factor=1.2, edge_threshold=31, patch_size=31):
         if int(n_levels) != n_levels or not 1 <= n_levels <= 32:

@@ -1,0 +1,213 @@
+"""Which descriptor leaks most? Each library descriptor's feature file of one image, inverted and scored.
+
+For every descriptor, the real library describes the image at its default
+settings (``lbdviewer extract``: ORB's detector, 500 keypoints), the feature
+file is written and read back (what an eavesdropper holds), and
+:func:`lbdviewer.inversion.invert_features` rebuilds the image from it alone
+(joint, defaults). A row scores the reconstruction over the pixels some
+keypoint's patch covers:
+
+``correlation``
+    Pearson correlation with the original (free of gain and offset, which
+    bits do not carry);
+``coverage``
+    share of the image some keypoint's patch covers;
+``lines_read``
+    legibility: of the title lines of a text sample (``book-titles``), how
+    many ``tesseract`` reads back from the reconstruction of that sample's
+    own feature file, shown as a person sees it
+    (:func:`lbdviewer.display.display_stretch`) (a line counts when an OCR line matches it with a
+    :class:`difflib.SequenceMatcher` ratio of at least :data:`MATCH_RATIO`,
+    upper case, letters and single spaces only); None without tesseract.
+
+:func:`compare_descriptors` returns the rows and the reconstructions, for a
+table (``scripts/leakage.py``) or a figure.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lbdviewer.display import display_stretch
+from lbdviewer.features import DESCRIPTORS, load_features, save_features
+
+#: The title lines printed in the ``book-titles`` sample (``scripts/make_samples.py``).
+BOOK_TITLES = ("MOBY DICK", "DRACULA", "THE HOBBIT", "ULYSSES")
+#: An OCR line matches a title at this :class:`difflib.SequenceMatcher` ratio or more.
+MATCH_RATIO = 0.8
+#: Seconds tesseract may spend on one image.
+OCR_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class LeakRow:
+    """What one descriptor's feature file gives away (see the module notes).
+
+    ``reconstruction`` (the image rebuilt from the features, ``[0, 1]``, 0
+    where uncovered) and ``covered`` are kept for figures; :meth:`as_dict`
+    leaves them out.
+    """
+
+    descriptor: str
+    keypoints: int
+    n_bits: int
+    file_bytes: int
+    correlation: float
+    coverage: float
+    bit_consistency: float
+    lines_read: int | None
+    lines_total: int
+    seconds: float
+    reconstruction: np.ndarray
+    covered: np.ndarray
+    error: str | None = None
+
+    def as_dict(self):
+        """The scores as a JSON-ready dict (no arrays)."""
+        return {name: getattr(self, name) for name in ("descriptor", "keypoints", "n_bits", "file_bytes",
+                                                        "correlation", "coverage", "bit_consistency",
+                                                        "lines_read", "lines_total", "seconds", "error")}
+
+
+def normalise(text):
+    """Upper case, letters and single spaces only.
+
+    Examples
+    --------
+    >>> normalise("  The hobbit!\\n")
+    'THE HOBBIT'
+    """
+    return " ".join(re.sub(r"[^A-Z ]+", " ", text.upper()).split())
+
+
+def lines_read(text, titles):
+    """How many ``titles`` some line of ``text`` matches (ratio >= :data:`MATCH_RATIO`), and each best ratio.
+
+    Examples
+    --------
+    >>> lines_read("M0BY DICK\\nDRACULA", ("MOBY DICK", "DRACULA", "ULYSSES"))[0]
+    2
+    """
+    found = [normalise(line) for line in text.splitlines() if normalise(line)]
+    best = [max((difflib.SequenceMatcher(None, normalise(title), line).ratio() for line in found), default=0.0)
+            for title in titles]
+    return sum(ratio >= MATCH_RATIO for ratio in best), best
+
+
+def ocr_text(image, *, psm=6):
+    """The text ``tesseract`` reads in ``image`` (``[0, 1]``), or None when tesseract is not installed."""
+    if shutil.which("tesseract") is None:
+        return None
+    from lbdviewer.io import save_png
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = save_png(Path(folder) / "ocr.png", np.clip(image, 0.0, 1.0))
+        result = subprocess.run(["tesseract", str(path), "stdout", "--psm", str(psm), "-l", "eng"],
+                                capture_output=True, text=True, check=True, timeout=OCR_TIMEOUT)
+    return result.stdout
+
+
+def _invert_through_file(image, descriptor, n_keypoints, folder):
+    """Extract, write, read back and invert: ``(features, result, file size)``."""
+    from lbdviewer.commands.extract import extract_features
+    from lbdviewer.inversion import invert_features
+
+    path = Path(folder) / f"{descriptor}.npz"
+    save_features(path, extract_features(image, descriptor, n_keypoints=n_keypoints))
+    features = load_features(path)
+    return features, invert_features(features), path.stat().st_size
+
+
+def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK_TITLES, ocr=True):
+    """Score what ``descriptor``'s feature file of ``image`` gives away.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W)
+        Gray image in ``[0, 1]``.
+    descriptor : str
+        One of :data:`lbdviewer.features.DESCRIPTORS`.
+    n_keypoints : int
+        Keypoints ORB's detector may return (the libraries' default: 500).
+    text_image : ndarray, optional
+        The text sample for legibility (default: none, ``lines_read`` None).
+    titles : sequence of str
+        Its lines.
+    ocr : bool
+        Read text (when tesseract is installed).
+
+    Returns
+    -------
+    LeakRow
+    """
+    from lbdviewer.metrics import image_metrics
+
+    if descriptor not in DESCRIPTORS:
+        raise ValueError(f"descriptor must be one of {DESCRIPTORS}, got {descriptor!r}")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        features, result, size = _invert_through_file(image, descriptor, n_keypoints, folder)
+        read = None
+        if ocr and text_image is not None:
+            _, text_result, _ = _invert_through_file(text_image, descriptor, n_keypoints, folder)
+            text = ocr_text(display_stretch(text_result.image, mask=text_result.covered).image)
+            read = None if text is None else lines_read(text, titles)[0]
+    metrics = image_metrics(image, result.image, mask=result.covered) if result.covered.any() else {}
+    return LeakRow(descriptor=descriptor, keypoints=len(features.keypoints), n_bits=int(features.n_bits),
+                   file_bytes=int(size), correlation=float(metrics.get("correlation", np.nan)),
+                   coverage=float(result.covered.mean()),
+                   bit_consistency=float(np.nan if result.solver_bit_consistency is None
+                                         else result.solver_bit_consistency),
+                   lines_read=read, lines_total=len(titles), seconds=time.perf_counter() - started,
+                   reconstruction=result.image, covered=result.covered)
+
+
+def compare_descriptors(image, descriptors=DESCRIPTORS, **options):
+    """:func:`leak_row` for each of ``descriptors``, most correlated first.
+
+    Examples
+    --------
+    >>> from lbdviewer.io import sample_image
+    >>> rows = compare_descriptors(sample_image("camera")[100:300, 150:350], ("orb",), n_keypoints=40)
+    >>> [row.descriptor for row in rows], 0 < rows[0].coverage <= 1, rows[0].correlation > 0.3
+    (['orb'], True, True)
+    """
+    rows = []
+    for descriptor in descriptors:
+        try:
+            rows.append(leak_row(image, descriptor, **options))
+        except ValueError as error:  # a descriptor lbdviewer cannot invert yet: a row that says why
+            empty = np.zeros(np.shape(image))
+            rows.append(LeakRow(descriptor, 0, 0, 0, np.nan, 0.0, np.nan, None, len(options.get("titles", BOOK_TITLES)),
+                                0.0, empty, empty > 0, error=str(error)))
+    return sorted(rows, key=lambda row: -np.nan_to_num(row.correlation, nan=-2.0))
+
+
+def table(rows):
+    """The rows as a Markdown table.
+
+    Examples
+    --------
+    >>> print(table([]).splitlines()[0])
+    | descriptor | keypoints | bits | file | correlation | coverage | bits reproduced | title lines read | seconds |
+    """
+    lines = ["| descriptor | keypoints | bits | file | correlation | coverage | bits reproduced | title lines read "
+             "| seconds |", "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if row.error:
+            lines.append(f"| {row.descriptor} | not inverted: {row.error} |||||||| ")
+            continue
+        read = "-" if row.lines_read is None else f"{row.lines_read}/{row.lines_total}"
+        lines.append(f"| {row.descriptor} | {row.keypoints} | {row.n_bits} | {row.file_bytes / 1024:.0f} kB | "
+                     f"{row.correlation:.3f} | {row.coverage:.2f} | {row.bit_consistency:.3f} | {read} | "
+                     f"{row.seconds:.1f} |")
+    return "\n".join(lines)
