@@ -68,6 +68,7 @@ TITLE_PT = 7.0
 CAPTION_PT = 7.0
 TICK_PT = 6.0
 LABEL_PT = 6.5
+MIN_LABEL_PT = 4.5
 FRAME_PT = 0.4
 FRAME_COLOR = "0.35"
 _RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none", "font.family": FONT,
@@ -305,22 +306,40 @@ def _tick_label(value):
     return "0" if text in ("-0", "0") else text.replace("-", "\u2212")
 
 
-def _bar_space(panel, measure):
+def _bar_label(panel, measure, height=None):
+    """The colour bar's label and its size in points, fitted to the bar's ``height`` (pixels).
+
+    One line, set smaller (down to :data:`MIN_LABEL_PT`) when longer than the
+    bar; wrapped onto more lines only when even that is too long.
+    """
+    text = panel.colorbar
+    if height is None:
+        return text, LABEL_PT
+    longest = measure.width(text, LABEL_PT)
+    if longest <= height:
+        return text, LABEL_PT
+    size = max(MIN_LABEL_PT, LABEL_PT * height / longest)
+    return (text if measure.width(text, size) <= height else measure.wrap(text, size, height)), size
+
+
+def _bar_space(panel, measure, height=None):
     """Pixels a panel's colour bar takes to the right of its image (0 without one)."""
     if panel.colorbar is None:
         return 0
     labels = [_tick_label(t) for t in _ticks(panel)]
     widest = max((measure.width(label, TICK_PT) for label in labels), default=0.0)
+    text, size = _bar_label(panel, measure, height)
+    lines = text.count("\n") + 1
     return int(np.ceil(measure.px(_BAR_GAP) + measure.px(_BAR_WIDTH) + measure.pt(_TICK_LENGTH_PT + _TICK_PAD_PT)
-                       + widest + measure.pt(_LABEL_PAD_PT) + measure.line_height(LABEL_PT) + 2))
+                       + widest + measure.pt(_LABEL_PAD_PT) + lines * measure.line_height(size) + 2))
 
 
 def _shape(panel):
     return tuple(int(s) for s in np.asarray(panel.image).shape[:2])
 
 
-def _scales(rows, width_px, measure, max_height_px):
-    """Integer scale per panel shape, and the rows re-flowed so every row fits at scale >= 1."""
+def _flow(rows, width_px, measure):
+    """The rows, each cut into as few rows as let every image fit at scale 1."""
     pad, gap = measure.px(_PAD), measure.px(_GAP)
     flowed = []
     for row in rows:
@@ -335,18 +354,35 @@ def _scales(rows, width_px, measure, max_height_px):
                 count -= 1
             flowed.append(row[:count])
             row = row[count:]
-    scales = {}
-    for row in flowed:
-        used = 2 * pad + gap * (len(row) - 1) + sum(_bar_space(p, measure) for p in row)
-        share = (width_px - used) / len(row)
-        for panel in row:
-            height, width = _shape(panel)
-            if width > width_px - 2 * pad - _bar_space(panel, measure):
-                raise ValueError(f"panel {panel.title!r}: an image {width} pixels wide does not fit a figure "
-                                 f"{width_px} pixels wide at scale 1; use a wider figure or a higher dpi")
-            scale = max(1, min(int(share // width), int(max_height_px // height)))
-            scales[(height, width)] = min(scale, scales.get((height, width), scale))
-    return flowed, scales
+    return flowed
+
+
+def _scales(rows, width_px, measure, max_height_px):
+    """Integer scale per panel shape, colour bar space per panel, and the rows re-flowed.
+
+    A colour bar's label longer than its bar is wrapped, which widens the bar's
+    space and may lower the scale; this is repeated until nothing changes.
+    """
+    pad, gap = measure.px(_PAD), measure.px(_GAP)
+    flowed = _flow(rows, width_px, measure)
+    bars = {id(p): _bar_space(p, measure) for row in flowed for p in row}
+    for _ in range(8):
+        scales = {}
+        for row in flowed:
+            used = 2 * pad + gap * (len(row) - 1) + sum(bars[id(p)] for p in row)
+            share = (width_px - used) / len(row)
+            for panel in row:
+                height, width = _shape(panel)
+                if width > width_px - 2 * pad - bars[id(panel)]:
+                    raise ValueError(f"panel {panel.title!r}: an image {width} pixels wide does not fit a figure "
+                                     f"{width_px} pixels wide at scale 1; use a wider figure or a higher dpi")
+                scale = max(1, min(int(share // width), int(max_height_px // height)))
+                scales[(height, width)] = min(scale, scales.get((height, width), scale))
+        wrapped = {id(p): _bar_space(p, measure, _shape(p)[0] * scales[_shape(p)]) for row in flowed for p in row}
+        if all(wrapped[key] <= bars[key] for key in bars):
+            break
+        bars = {key: max(bars[key], wrapped[key]) for key in bars}
+    return flowed, scales, bars
 
 
 def render_figure(spec, *, width="double", dpi=DEFAULT_DPI):
@@ -386,7 +422,7 @@ def _render(spec, rows, width_in, dpi):
     measure = _Measure(dpi)
     width_px = measure.px(width_in)
     pad, gap = measure.px(_PAD), measure.px(_GAP)
-    flowed, scales = _scales(rows, width_px, measure, measure.px(spec.max_inset_height))
+    flowed, scales, bars = _scales(rows, width_px, measure, measure.px(spec.max_inset_height))
     letters = iter("abcdefghijklmnopqrstuvwxyz")
     placed, y = [], pad
     for row in flowed:
@@ -394,7 +430,7 @@ def _render(spec, rows, width_in, dpi):
         for panel in row:
             scale = scales[_shape(panel)]
             height, width = _shape(panel)
-            cells.append((panel, scale, width * scale, height * scale, _bar_space(panel, measure)))
+            cells.append((panel, scale, width * scale, height * scale, bars[id(panel)]))
         content = sum(c[2] + c[4] for c in cells) + gap * (len(cells) - 1)
         x = (width_px - content) // 2
         titles = []
@@ -462,7 +498,8 @@ def _draw_panel(figure, item, width_px, height_px, measure):
         bar.set_ticks(ticks, labels=[_tick_label(t) for t in ticks])
         bar.ax.tick_params(labelsize=TICK_PT, length=_TICK_LENGTH_PT, width=0.5, pad=_TICK_PAD_PT)
         bar.outline.set_linewidth(0.5)
-        bar.set_label(panel.colorbar, fontsize=LABEL_PT, labelpad=_LABEL_PAD_PT)
+        label, size = _bar_label(panel, measure, item["height"])
+        bar.set_label(label, fontsize=size, labelpad=_LABEL_PAD_PT, linespacing=_LINE_SPACING)
 
 
 def _draw_frame(figure, item, width_px, height_px, measure):

@@ -123,7 +123,8 @@ def patch_pattern_figure(patch, pattern, *, pairs="all", selected=None, title=""
         raise ValueError("pairs='selected' needs a selected pair index, got selected=None")
     centers = np.asarray(pattern.centers, dtype=np.float64)
     segments = centers[np.asarray(pattern.pairs)]
-    overlays = [Circles(centers, np.asarray(pattern.sigmas), color=FIELD_COLOR, width=0.35, alpha=0.35)]
+    overlays = [Circles(centers, np.asarray(pattern.sigmas), color=FIELD_COLOR, width=0.3,
+                        alpha=float(np.clip(25.0 / len(centers), 0.08, 0.5)))]
     if pairs == "all":
         overlays.append(Segments(segments, color=PAIR_COLOR, width=0.35,
                                  alpha=float(np.clip(40.0 / len(segments), 0.12, 0.9))))
@@ -132,7 +133,7 @@ def patch_pattern_figure(patch, pattern, *, pairs="all", selected=None, title=""
     drawn = {"all": f"all {pattern.m} pairs as segments between field centres (faint)",
              "selected": f"the selected pair {selected} only", "none": "no pairs"}[pairs]
     panels = [Panel(shown.image, title=title or pattern.name.upper(), colorbar="grey level", overlays=tuple(overlays))]
-    caption = (f"Patch ({size}\u00d7{size}, {shown.description}) with the {pattern.name.upper()} pattern: "
+    caption = (f"Patch of {size}\u00d7{size} pixels, shown as stored, and the {pattern.name.upper()} pattern: "
                f"receptive fields as circles of radius \u03c3; {drawn}")
     display = {"patch": shown.record()}
     if selected is not None:
@@ -188,7 +189,7 @@ def live_figure(original, estimate, *, iteration, iterations=None, bit_consisten
     row = (Panel(original_shown.image, title="original patch"),
            Panel(shown.image, title=f"estimate, {progress.split(' (')[0]}", colorbar="grey level"),
            Panel(difference, title="estimate \u2212 original", cmap=DIVERGING, vmin=-limit, vmax=limit,
-                 colorbar="difference (grey levels)"))
+                 colorbar="\u0394 grey level"))
     caption = (f"{title + ': ' if title else ''}{progress}; {bits}. Estimate shown with the "
                f"{shown.description}; difference on a scale symmetric around 0")
     return FigureSpec(kind="live", rows=(row,), caption=_sentence(caption),

@@ -97,7 +97,8 @@ def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
         (Panel(np.random.default_rng(0).random((32, 32)), title=long_title, cmap="viridis", vmin=0, vmax=1234.5,
                colorbar="occurrences"),
          Panel(np.linspace(-3e-3, 3e-3, 256).reshape(16, 16), title="L_i", cmap=DIVERGING, vmin=-3e-3,
-               vmax=3e-3, colorbar="L_i value")),), caption="A caption " * 40)
+               vmax=3e-3, colorbar="difference (grey levels)"),
+         Panel(np.zeros((32, 32)), title="patch", colorbar="grey level")),), caption="A caption " * 40)
     for dpi in (150, 300):
         figure, layout = render_figure(spec, width=width, dpi=dpi)
         renderer, boxes = _text_boxes(figure)
@@ -108,8 +109,11 @@ def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
                 f"{text!r} clipped at {width}, {dpi} dpi: {box} outside {frame}"
             for image in images:
                 assert not box.overlaps(image) or box.width == 0, f"{text!r} over an image"
+        for k, (text, box) in enumerate(boxes):                           # no text over another
+            for other, other_box in boxes[k + 1:]:
+                assert not box.overlaps(other_box), f"{text!r} overlaps {other!r} at {width}, {dpi} dpi"
         labels = [text for text, _ in boxes]
-        assert "occurrences" in labels and "L_i value" in labels
+        assert "occurrences" in labels and any(t.replace("\n", " ") == "difference (grey levels)" for t in labels)
         assert {"\u22120.003", "0", "0.003"} <= set(labels)                # symmetric scale, shown
         assert any(text.startswith("(a) BRIEF") for text in labels) and any(t.startswith("(b) L_i") for t in labels)
 
