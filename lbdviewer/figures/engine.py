@@ -65,6 +65,7 @@ DPI_RANGE = (72, 1200)
 DIVERGING = "RdBu_r"
 FONT = "DejaVu Sans"
 TITLE_PT = 7.0
+MIN_TITLE_PT = 5.0
 CAPTION_PT = 7.0
 TICK_PT = 6.0
 LABEL_PT = 6.5
@@ -385,6 +386,16 @@ def _scales(rows, width_px, measure, max_height_px):
     return flowed, scales, bars
 
 
+def _title_size(measure, titles):
+    """The titles' size in points for one row: :data:`TITLE_PT`, smaller (down to :data:`MIN_TITLE_PT`) until
+    every word fits the width its title may use."""
+    size = TITLE_PT
+    while size > MIN_TITLE_PT and any(measure.width(word, size) > limit
+                                      for text, limit in titles for word in text.split()):
+        size = max(MIN_TITLE_PT, size - 0.5)
+    return size
+
+
 def render_figure(spec, *, width="double", dpi=DEFAULT_DPI):
     """Build the matplotlib figure of ``spec``.
 
@@ -431,20 +442,25 @@ def _render(spec, rows, width_in, dpi):
             scale = scales[_shape(panel)]
             height, width = _shape(panel)
             cells.append((panel, scale, width * scale, height * scale, bars[id(panel)]))
-        content = sum(c[2] + c[4] for c in cells) + gap * (len(cells) - 1)
-        x = (width_px - content) // 2
-        titles = []
+        # the row's spare width is shared out: each image sits centred in its cell, its title may use the cell
+        spare = max(0, width_px - 2 * pad - gap * (len(cells) - 1) - sum(c[2] + c[4] for c in cells))
+        extra = spare // len(cells)
+        x = pad + (spare - extra * len(cells)) // 2
+        texts = []
         for panel, scale, w, h, bar in cells:
             letter = f"({next(letters)})" if spec.letters else ""
-            text = " ".join(part for part in (letter, panel.title) if part)
-            titles.append((letter, measure.wrap(text, TITLE_PT, w + bar)))
+            texts.append((letter, " ".join(part for part in (letter, panel.title) if part),
+                          w + bar + extra - extra // 2))
+        size = _title_size(measure, [(text, limit) for _, text, limit in texts])
+        titles = [(letter, measure.wrap(text, size, limit)) for letter, text, limit in texts]
         lines = max((t.count("\n") + 1 for _, t in titles if t), default=0)
-        title_band = int(np.ceil(lines * measure.line_height(TITLE_PT))) + (measure.px(_TITLE_GAP) if lines else 0)
+        title_band = int(np.ceil(lines * measure.line_height(size))) + (measure.px(_TITLE_GAP) if lines else 0)
         image_band = max(c[3] for c in cells)
         for (panel, scale, w, h, bar), (letter, title) in zip(cells, titles):
-            placed.append({"panel": panel, "letter": letter, "title": title, "x": x, "title_y": y,
-                           "y": y + title_band, "width": w, "height": h, "scale": scale, "bar": bar})
-            x += w + bar + gap
+            placed.append({"panel": panel, "letter": letter, "title": title, "title_size": size,
+                           "x": x + extra // 2, "title_y": y, "y": y + title_band, "width": w, "height": h,
+                           "scale": scale, "bar": bar})
+            x += w + bar + extra + gap
         y += title_band + image_band + gap
     caption = measure.wrap(spec.caption, CAPTION_PT, width_px - 2 * pad) if spec.caption else ""
     caption_y = y - gap + measure.px(_CAPTION_GAP)
@@ -487,7 +503,7 @@ def _draw_panel(figure, item, width_px, height_px, measure):
     _draw_frame(figure, item, width_px, height_px, measure)
     if item["title"]:
         figure.text(item["x"] / width_px, 1 - item["title_y"] / height_px, item["title"], ha="left", va="top",
-                    fontsize=TITLE_PT, linespacing=_LINE_SPACING)
+                    fontsize=item["title_size"], linespacing=_LINE_SPACING)
     if panel.colorbar is not None:
         left = item["x"] + item["width"] + measure.px(_BAR_GAP)
         bar_axes = figure.add_axes(_fraction(left, item["y"], measure.px(_BAR_WIDTH), item["height"],

@@ -90,6 +90,14 @@ def _text_boxes(figure):
     return renderer, [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
 
 
+def _narrow_row():
+    """Five small panels with long words in their titles (the paper's Fig. 10 row at single width)."""
+    titles = ["camera, 133 keypoints", "BRIEF M=512, biht (patches)", "BRIEF M=512, consistency (joint)",
+              "FREAK M=512, biht (patches)", "FREAK M=512, consistency (joint)"]
+    return FigureSpec(kind="narrow", rows=(tuple(Panel(np.zeros((96, 96)), title=t) for t in titles),),
+                      caption="Short.")
+
+
 @pytest.mark.parametrize("width", ["single", "double"])
 def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
     long_title = "BRIEF M=512 32\u00d732 N_off=8, consistency (joint) with a long explanation that must wrap"
@@ -99,7 +107,7 @@ def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
          Panel(np.linspace(-3e-3, 3e-3, 256).reshape(16, 16), title="L_i", cmap=DIVERGING, vmin=-3e-3,
                vmax=3e-3, colorbar="difference (grey levels)"),
          Panel(np.zeros((32, 32)), title="patch", colorbar="grey level")),), caption="A caption " * 40)
-    for dpi in (150, 300):
+    for spec, dpi in ((spec, 150), (spec, 300), (_narrow_row(), 300)):
         figure, layout = render_figure(spec, width=width, dpi=dpi)
         renderer, boxes = _text_boxes(figure)
         frame = figure.bbox
@@ -113,6 +121,8 @@ def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
             for other, other_box in boxes[k + 1:]:
                 assert not box.overlaps(other_box), f"{text!r} overlaps {other!r} at {width}, {dpi} dpi"
         labels = [text for text, _ in boxes]
+        if spec.kind == "narrow":
+            continue
         assert "occurrences" in labels and any(t.replace("\n", " ") == "difference (grey levels)" for t in labels)
         assert {"\u22120.003", "0", "0.003"} <= set(labels)                # symmetric scale, shown
         assert any(text.startswith("(a) BRIEF") for text in labels) and any(t.startswith("(b) L_i") for t in labels)
