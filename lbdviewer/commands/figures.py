@@ -15,34 +15,40 @@ import sys
 import time
 from pathlib import Path
 
-from lbdviewer.figures import DEFAULT_DPI, FIGURES, FORMATS, WIDTHS, write_figure
-from lbdviewer.figures.engine import check_dpi, check_formats, check_width
+# The names, widths and formats are repeated here (a test checks they agree with lbdviewer.figures) so that
+# `lbdviewer` starts without importing matplotlib, which also creates its configuration and cache folders:
+# lbdviewer.figures is imported only when the figures command runs or its options are parsed.
+FIGURE_NAMES = ("frame-vectors", "weight-maps", "measurements-128", "zero-overlap", "offsets", "fast-real",
+                "fast-binary", "detail")
+FORMATS = ("png", "pdf", "svg")
+WIDTHS = {"single": 3.5, "double": 7.16}
+DEFAULT_DPI = 300
+
+
+def _checked(check, value):
+    from lbdviewer.figures import engine
+
+    try:
+        return getattr(engine, check)(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _formats(text):
-    try:
-        return check_formats(text)
-    except ValueError as error:
-        raise _argument_error(error) from None
+    return _checked("check_formats", text)
 
 
 def _width(text):
-    try:
-        check_width(text)
-    except ValueError as error:
-        raise _argument_error(error) from None
+    _checked("check_width", text)
     return text if text in WIDTHS else float(text)
 
 
 def _dpi(text):
     try:
-        return check_dpi(int(text))
-    except ValueError as error:
-        raise _argument_error(error) from None
-
-
-def _argument_error(error):
-    return argparse.ArgumentTypeError(str(error))
+        dpi = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"dpi must be an integer, got {text!r}") from None
+    return _checked("check_dpi", dpi)
 
 
 def add_parser(subparsers):
@@ -51,8 +57,8 @@ def add_parser(subparsers):
                                    description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", help="folder for NAME.png, NAME.pdf, ... and NAME.json (created if missing)")
     parser.add_argument("--quick", action="store_true", help="small crops and few iterations")
-    parser.add_argument("--only", nargs="+", choices=tuple(FIGURES), metavar="NAME",
-                        help=f"make only these figures (of: {', '.join(FIGURES)})")
+    parser.add_argument("--only", nargs="+", choices=FIGURE_NAMES, metavar="NAME",
+                        help=f"make only these figures (of: {', '.join(FIGURE_NAMES)})")
     parser.add_argument("--format", type=_formats, default=("png", "pdf"), metavar="LIST",
                         help=f"comma-separated formats among {','.join(FORMATS)} (default: png,pdf)")
     parser.add_argument("--width", type=_width, default="double", metavar="single|double|INCHES",
@@ -65,12 +71,14 @@ def add_parser(subparsers):
 
 def run(args):
     """Run ``lbdviewer figures``; return the exit status."""
+    from lbdviewer.figures import write_figure
+
     folder = Path(args.outdir)
     if folder.exists() and not folder.is_dir():
         print(f"lbdviewer figures: error: outdir {str(folder)!r} is not a folder", file=sys.stderr)
         return 2
     folder.mkdir(parents=True, exist_ok=True)
-    for name in args.only or FIGURES:
+    for name in args.only or FIGURE_NAMES:
         started = time.perf_counter()
         written = write_figure(folder, name, quick=args.quick, formats=args.format, dpi=args.dpi, width=args.width)
         files = ", ".join(path.name for path in written.values())

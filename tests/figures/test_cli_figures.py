@@ -59,3 +59,18 @@ def test_bad_options_are_refused_by_name(tmp_path, capsys, argv, message):
         main(["figures", str(tmp_path / "x"), "--quick", *argv])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_command_lists_what_the_engine_makes_and_starts_without_matplotlib(tmp_path):
+    import os
+    import sys
+
+    from lbdviewer.commands import figures as command
+    from lbdviewer.figures import DEFAULT_DPI, FIGURES, FORMATS, WIDTHS
+
+    assert command.FIGURE_NAMES == tuple(FIGURES) and command.FORMATS == FORMATS
+    assert command.WIDTHS == WIDTHS and command.DEFAULT_DPI == DEFAULT_DPI
+    code = "import sys; from lbdviewer.cli import _build_parser; _build_parser(); print('matplotlib' in sys.modules)"
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.strip() == "False" and not (tmp_path / "config").exists()
