@@ -98,8 +98,8 @@ def _record(name, quick, *, runs=None, source=None, parameters=None, display=Non
                       extra=extra, seconds=sum(p["seconds"] for p in runs.panels.values()) if runs else None)
 
 
-_FIT_NOTE = ("Reconstructions are shown with the gain and offset fitted to the original (bits carry neither); "
-             "images are enlarged by integer factors, without resampling")
+_FIT_NOTE = ("Reconstructions are shown with the gain and offset fitted to the original (descriptors carry no "
+             "offset, and bits no gain either); images are enlarged by integer factors, without resampling")
 
 
 # -- the figures -----------------------------------------------------------------
