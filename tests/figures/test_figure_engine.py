@@ -39,10 +39,10 @@ def test_insets_are_exact_integer_enlargements_found_in_the_png(tmp_path, width,
     written = save_figure(spec, tmp_path / "exact", formats=("png",), dpi=dpi, width=width)
     pixels, recorded_dpi = _read_png(written["png"])
     assert round(recorded_dpi[0]) == dpi and round(recorded_dpi[1]) == dpi
-    expected = to_uint8 = np.round(source * 255).astype(np.uint8)
+    expected = np.round(source * 255).astype(np.uint8)
     # find every source pixel's colour in the whole PNG: it must fill exactly one s x s block, on a grid
     keys = pixels.astype(np.int64) @ [65536, 256, 1]
-    wanted = to_uint8.reshape(-1, 3).astype(np.int64) @ [65536, 256, 1]
+    wanted = expected.reshape(-1, 3).astype(np.int64) @ [65536, 256, 1]
     ys, xs = np.nonzero(np.isin(keys, wanted))
     found = keys[ys, xs]
     blocks = {}
