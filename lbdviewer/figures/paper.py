@@ -210,15 +210,16 @@ def _fast_rows(names, families, *, binary, quick, runs):
             source = image_source(name, image)
         sources[name] = source
         sites, points = fast_sites(image, patch_size=PATCH_SIZE)
-        row = [Panel(display_original(image).image, title=f"{source['name']}, {len(points)} keypoints")]
-        for family in families:
+        original = Panel(display_original(image).image, title=f"{source['name']}, {len(points)} keypoints")
+        for family in families:  # one row a family: original | patchwise | joint (the original repeated)
             pattern = make_pattern(family, patch_size=PATCH_SIZE, m=512)
+            row = [original]
             for mode in ("patches", "joint"):
                 shown, result = runs.reconstruct(f"{name} {family} {mode}", image, pattern, sites, mode=mode,
                                                  binary=binary)
                 row.append(Panel(shown, title=run_title(descriptor=family, m=pattern.m, solver=result.method,
                                                         mode=result.mode)))
-        rows.append(row)
+            rows.append(row)
     return rows, sources
 
 
