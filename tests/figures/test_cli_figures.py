@@ -55,9 +55,8 @@ def test_single_width_and_dpi(tmp_path):
     (["--dpi", "20"], "dpi must be an integer from 72 to 1200"),
 ])
 def test_bad_options_are_refused_by_name(tmp_path, capsys, argv, message):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["figures", str(tmp_path / "x"), "--quick", *argv])
-    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert main(["figures", str(tmp_path / "x"), "--quick", *argv]) == 2
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
 
 
@@ -70,7 +69,7 @@ def test_the_command_lists_what_the_engine_makes_and_starts_without_matplotlib(t
 
     assert command.FIGURE_NAMES == tuple(FIGURES) and command.FORMATS == FORMATS
     assert command.WIDTHS == WIDTHS and command.DEFAULT_DPI == DEFAULT_DPI
-    code = "import sys; from lbdviewer.cli import _build_parser; _build_parser(); print('matplotlib' in sys.modules)"
+    code = "import sys; from lbdviewer.cli import build_parser; build_parser(); print('matplotlib' in sys.modules)"
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.strip() == "False" and not (tmp_path / "config").exists()
