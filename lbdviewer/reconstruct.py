@@ -80,6 +80,10 @@ class ImageResult:
         Wall-clock time of the reconstruction.
     params : dict
         Every parameter used, for figure and metrics files.
+    iterations_run : int or None
+        Iterations actually run: the most any patch ran (``"patches"``) or
+        the whole-image solver's count; fewer than ``iterations`` when the
+        solver stopped early (every patch at a fixed point, or converged).
     """
 
     image: np.ndarray
@@ -90,6 +94,7 @@ class ImageResult:
     solver_bit_consistency: float | None
     seconds: float
     params: dict = field(default_factory=dict)
+    iterations_run: int | None = None
 
 
 @dataclass(frozen=True)
@@ -284,16 +289,16 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
                             sparsity, lam, chunk)
     else:
         runner = _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam)
-    consistency = None
+    consistency = ran = None
     for item in runner:
         if isinstance(item, ImageProgress):
             yield item
         else:
-            image, consistency = item
+            image, consistency, ran = item
     image = np.where(counts > 0, np.clip(image, 0.0, 1.0), 0.0)
     result = ImageResult(image=image, covered=counts > 0, mode=mode, method=method, iterations=iterations,
                          solver_bit_consistency=consistency, seconds=time.perf_counter() - started,
-                         params=params)
+                         params=params, iterations_run=ran)
     yield ImageProgress(done=1, total=1, estimate=image, result=result)
 
 
@@ -336,7 +341,7 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
     height, width = shape
     total = np.zeros((height, width), dtype=np.float64)
     consistent = 0
-    done = 0
+    done = ran = 0
     for p, pattern in enumerate(unique):
         operator = DescriptorOperator(pattern)
         rows = np.flatnonzero(index == p)
@@ -348,6 +353,7 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
             else:
                 state = PrimalDualL1(operator, values, lam=lam, iterations=iterations,
                                      binary=kind != "real").run()
+            ran = max(ran, int(np.max(state.iterations_run)))
             if state.bit_consistency is not None:
                 consistent += float(np.sum(state.bit_consistency)) * pattern.m
             _accumulate(total, np.asarray(state.x, dtype=np.float64), sites[part])
@@ -356,7 +362,7 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
     sizes = np.array([p.patch_size for p in unique])[index]
     counts = coverage(shape, sites, sizes)
     image = np.where(counts > 0, total / np.maximum(counts, 1), 0.0)
-    yield image, (consistent / (len(sites) * unique[0].m) if kind != "real" else None)
+    yield image, (consistent / (len(sites) * unique[0].m) if kind != "real" else None), ran
 
 
 # -- joint -------------------------------------------------------------------
@@ -381,4 +387,4 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
         if state.iteration % report_every == 0 or state.finished:
             yield ImageProgress(done=min(state.iteration, iterations), total=iterations, estimate=state.x[0])
     consistency = None if state.bit_consistency is None else float(state.bit_consistency[0])
-    yield np.asarray(state.x[0], dtype=np.float64), consistency
+    yield np.asarray(state.x[0], dtype=np.float64), consistency, int(state.iteration)

@@ -6,8 +6,8 @@ Usage: python scripts/invert_report.py [--out DIR] [--images NAME ...] [--cases 
 A case is ``DESCRIPTOR:KEYPOINTS`` (default: orb:500 orb:5000 opencv-freak:500
 opencv-brief:500 skimage-brief:500); images are files under ``resources/``
 (default astronaut.png camera.png). For every image, case and mode the script
-writes ``IMAGE-DESCRIPTOR-K-MODE.png`` (the estimate, contrast-stretched over
-the covered pixels), a side-by-side ``IMAGE-DESCRIPTOR-K.png`` (original |
+writes ``IMAGE-DESCRIPTOR-K-MODE.png`` (the estimate, shown by the display rule:
+gain/offset fitted to the original over the covered pixels), a side-by-side ``IMAGE-DESCRIPTOR-K.png`` (original |
 patches | joint) and one JSON line per run on stdout and in ``report.jsonl``:
 correlation with the original over the covered pixels (gain/offset
 invariant, :func:`lbdviewer.metrics.correlation`), covered fraction and
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from lbdviewer.commands.extract import extract_features
-from lbdviewer.figures import stretch
+from lbdviewer.display import display_stretch
 from lbdviewer.inversion import MODES, invert_features
 from lbdviewer.io import dumps_strict, load_image, save_png
 from lbdviewer.metrics import correlation
@@ -37,7 +37,7 @@ def run_case(image, name, descriptor, n_keypoints, modes, iterations, out):
     panels = [image]
     for mode in modes:
         result = invert_features(features, mode=mode, iterations=iterations)
-        shown = stretch(result.image, mask=result.covered)
+        shown = display_stretch(result.image, mask=result.covered, reference=image).image
         save_png(out / f"{name}-{descriptor}-{n_keypoints}-{mode}.png", shown)
         panels.append(shown)
         row = {"image": name, "descriptor": descriptor, "detected": n_keypoints,

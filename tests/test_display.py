@@ -98,3 +98,24 @@ def test_difference_is_signed_with_a_symmetric_limit():
     np.testing.assert_allclose(difference, [[0.1, 0.0], [-0.4, 0.0]])
     assert limit == pytest.approx(0.4)
     assert difference_image(original, original)[1] == pytest.approx(1 / 255)
+
+
+def test_reconstruct_writes_the_display_rule_and_names_it(tmp_path):
+    import json
+
+    from lbdviewer.cli import main
+    from lbdviewer.io import load_image, save_png
+
+    image = np.zeros((40, 40))
+    image[10:30, 10:30] = 0.8
+    save_png(tmp_path / "in.png", image)
+    common = ["reconstruct", str(tmp_path / "in.png"), "--patch-size", "16", "--m", "64", "--offset", "8",
+              "--iterations", "20", "--quiet"]
+    assert main([*common, "-o", str(tmp_path / "shown.png"), "--metrics", str(tmp_path / "m.json")]) == 0
+    assert main([*common, "-o", str(tmp_path / "raw.png"), "--raw", "--metrics", str(tmp_path / "raw.json")]) == 0
+    display = json.loads((tmp_path / "m.json").read_text())["display"]
+    assert display["rule"] == "fit" and "fitted to the original" in display["description"]
+    assert json.loads((tmp_path / "raw.json").read_text())["display"]["rule"] == "raw"
+    raw, shown = load_image(tmp_path / "raw.png"), load_image(tmp_path / "shown.png")
+    expected = np.clip(display["gain"] * raw + display["offset"], 0, 1)
+    assert np.abs(shown - expected).max() <= (abs(display["gain"]) + 1) / 255 + 1e-9

@@ -20,6 +20,8 @@ CORE_MODULES = [
     "lbdviewer.inversion",
     "lbdviewer.library_models",
     "lbdviewer.figures",
+    "lbdviewer.display",
+    "lbdviewer.records",
     "lbdviewer.cli",
 ]
 

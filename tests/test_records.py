@@ -125,3 +125,18 @@ def test_reading_refuses_non_strict_json_and_other_schemas(tmp_path):
         check_record(dict(record, schema="other"))
     with pytest.raises(ValueError, match="lacks the keys"):
         check_record({"schema": SCHEMA})
+
+
+def test_whole_image_runs_record_the_iterations_they_ran():
+    image = _edge()
+    pattern = make_pattern("brief", patch_size=16, m=128)
+    sites = grid_sites(image.shape, patch_size=16, offset=4)
+    bits = describe_sites(image, sites, pattern)
+    patchwise = reconstruct_image(bits, sites, pattern, shape=image.shape, mode="patches", iterations=500)
+    assert patchwise.iterations_run < 500                              # every patch reached consistent bits
+    record = run_record("panel:whole-image", result=patchwise)["solver"]
+    assert record["method"] == "biht" and record["iterations_run"] == patchwise.iterations_run
+    assert record["stopped_early"] is True and record["stop_reason"] == "all bits consistent"
+    budget = reconstruct_image(bits, sites, pattern, shape=image.shape, mode="joint", iterations=5)
+    record = run_record("panel:whole-image", result=budget)["solver"]
+    assert record["iterations_run"] == 5 and record["stopped_early"] is False

@@ -2,8 +2,9 @@
 
 The work is :func:`lbdviewer.inversion.invert_features` (see that module for
 the two modes, ``joint`` by default and ``patches``). The image is written
-contrast-stretched over the covered pixels (black elsewhere), as the paper
-shows reconstructions. ``--metrics`` writes the same JSON schema as
+by the display rule (:mod:`lbdviewer.display`: gain/offset fitted to
+``--reference`` when given, else 0.5-99.5 percentiles of the covered pixels;
+black elsewhere). ``--metrics`` writes the same JSON schema as
 ``lbdviewer reconstruct``: the bit consistency (the library's bits of the
 written image against the file's), the quality against ``--reference`` over
 the covered pixels (null without one) and every parameter.
@@ -17,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
+from lbdviewer.display import display_stretch
 from lbdviewer.features import DESCRIPTORS, load_features
-from lbdviewer.figures import stretch
 from lbdviewer.inversion import MODES, iter_invert_features
 from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
 from lbdviewer.library_models import get_model
@@ -89,10 +90,12 @@ def run(args):
         for report in iter_invert_features(features, mode=args.mode, iterations=args.iterations):
             advance(bar, report.done, report.total)
             result = report.result
-    written = stretch(result.image, mask=result.covered)
+    shown = display_stretch(result.image, mask=result.covered, reference=reference)
+    written = shown.image
     files = {args.output: encode_image(written, Path(args.output).suffix)}
     if args.metrics:
-        files[args.metrics] = json_bytes(_metrics(args, features, reference, result, written))
+        files[args.metrics] = json_bytes({**_metrics(args, features, reference, result, written),
+                                          "display": shown.record()})
     atomic_write_all(files)
     if not args.quiet:
         print(f"{args.output}: {features.descriptor}, {len(features.keypoints)} keypoints, mode {args.mode}, "

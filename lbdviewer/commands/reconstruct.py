@@ -17,7 +17,7 @@ import numpy as np
 
 from lbdviewer.commands._args import (add_limit_options, check_outputs, command_doc, finite_float, fraction,
                                       non_negative_int, positive_float, positive_int)
-from lbdviewer.figures import stretch
+from lbdviewer.display import display_stretch
 from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
 from lbdviewer.metrics import image_metrics, packed_bit_consistency
 from lbdviewer.patterns import FAMILIES, make_pattern
@@ -71,7 +71,8 @@ def add_parser(subparsers):
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random patterns")
     parser.add_argument("--metrics", metavar="OUT.json", default=None, help="write metrics and parameters (JSON)")
     parser.add_argument("--raw", action="store_true",
-                        help="write the estimate as solved instead of contrast-stretched (0.5-99.5 percentiles)")
+                        help="write the estimate as solved instead of by the display rule (gain/offset "
+                             "fitted to the original; lbdviewer.display)")
     add_limit_options(parser, keypoints=False)
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     parser.set_defaults(func=run)
@@ -112,11 +113,13 @@ def run(args):
                 result = report.result
     except ValueError as error:
         return _fail(str(error))
-    estimate = result.image if args.raw else stretch(result.image, mask=result.covered)
+    shown = display_stretch(result.image, mask=result.covered, reference=image)
+    estimate = result.image if args.raw else shown.image
     files = {args.output: encode_image(estimate, Path(args.output).suffix)}
     metrics = None
     if args.metrics:
-        metrics = _metrics(args, image, sites, pattern, descriptors, result)
+        display = {"rule": "raw", "description": "the estimate as solved (--raw)"} if args.raw else shown.record()
+        metrics = {**_metrics(args, image, sites, pattern, descriptors, result), "display": display}
         files[args.metrics] = json_bytes(metrics)
     atomic_write_all(files)
     if not args.quiet:
