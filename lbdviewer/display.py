@@ -10,15 +10,18 @@ the patch is replaced by ``a p + c`` with ``a > 0`` (the frame vectors sum to
 zero), so bits carry no gain and no offset, and a reconstruction's grey levels
 are only defined up to them. The rule:
 
-* **With the original** (``reference``): the estimate is mapped by the
-  least-squares gain and offset fitted to the original over the covered
-  pixels, :math:`\\min_{a, c} \\sum_q (a x_q + c - r_q)^2`, then clipped to
-  ``[0, 1]``. Original and reconstruction are then on the same scale, and the
-  picture is the one the metrics measure (:mod:`lbdviewer.metrics` fits the
-  same gain and offset before PSNR and SSIM). A fitted gain that is not
-  positive (an estimate no better than flat or inverted) is not applied: the
-  rule falls back to the percentile stretch and says so, so an inverted
-  estimate is never shown the right way up.
+* **With the original** (``reference``): the estimate's mean and spread over
+  the covered pixels are matched to the original's,
+  :math:`a = \\sigma_r / \\sigma_x`, :math:`c = \\bar r - a \\bar x`, then
+  clipped to ``[0, 1]``. Original and reconstruction are then on the same
+  scale. The least-squares fit the metrics use before PSNR and SSIM
+  (:func:`lbdviewer.metrics.fit_gain_offset`) would shrink the contrast by the
+  correlation (a regression towards the mean), so a weak reconstruction would
+  look grey rather than wrong; matching the spread shows its errors at full
+  contrast. When that least-squares gain is not positive (an estimate no
+  better than flat, or inverted) no gain is fitted: the rule falls back to the
+  percentile stretch and says so, so an inverted estimate is never shown the
+  right way up.
 * **Without the original**: the 0.5 and 99.5 percentiles of the covered
   pixels go to 0 and 1 (clipped), as in the paper.
 * **Originals** are shown as they are (:func:`display_original`).
@@ -41,7 +44,7 @@ PERCENTILES = (0.5, 99.5)
 #: Names of the rules, as :attr:`Stretched.rule` gives them.
 RULES = ("fit", "percentile", "none")
 
-_FIT_DESCRIPTION = "gain/offset fitted to the original (least squares over covered pixels)"
+_FIT_DESCRIPTION = "gain/offset fitted to the original (mean and spread matched over covered pixels)"
 _PERCENTILE_DESCRIPTION = "percentile stretch 0.5\u201399.5 % of covered pixels"
 _FALLBACK_NOTE = " (the gain fitted to the original was not positive, so it was not applied)"
 _NONE_DESCRIPTION = "shown as stored (no stretch)"
@@ -101,7 +104,7 @@ def _apply(image, mask, gain, offset, rule, description):
     mapped = gain * image + offset
     clipped = np.clip(mapped, 0.0, 1.0)
     covered = int(mask.sum())
-    changed = int(np.count_nonzero((clipped != mapped) & mask))
+    changed = int(np.count_nonzero((np.abs(clipped - mapped) > 1e-12) & mask))  # not rounding noise
     out = np.where(mask, clipped, 0.0)
     return Stretched(image=out, rule=rule, description=description, gain=float(gain), offset=float(offset),
                      clipped_fraction=changed / covered if covered else 0.0)
@@ -123,6 +126,22 @@ def percentile_gain_offset(image, mask, percentiles=PERCENTILES):
     return float(1.0 / (high - low)), float(-low / (high - low))
 
 
+def matched_gain_offset(image, reference, mask):
+    """Gain and offset giving ``image[mask]`` the mean and standard deviation of ``reference[mask]``.
+
+    Examples
+    --------
+    >>> mask = np.ones((1, 3), bool)
+    >>> gain, offset = matched_gain_offset(np.array([[1.0, 2.0, 3.0]]), np.array([[0.2, 0.4, 0.6]]), mask)
+    >>> round(gain, 12), round(offset, 12)
+    (0.2, 0.0)
+    """
+    x = np.asarray(image, dtype=np.float64)[mask]
+    r = np.asarray(reference, dtype=np.float64)[mask]
+    gain = float(r.std() / x.std()) if x.std() > 0 else 0.0
+    return gain, float(r.mean() - gain * x.mean())
+
+
 def display_stretch(image, *, mask=None, reference=None):
     """Map a reconstruction to grey levels for display, by the one display rule.
 
@@ -134,9 +153,9 @@ def display_stretch(image, *, mask=None, reference=None):
         Covered pixels (default: all). The fit or the percentiles use only
         these; the others come out 0.
     reference : array_like, shape (H, W), optional
-        The original. When given, the estimate is mapped by the least-squares
-        gain and offset fitted to it (rule ``"fit"``); otherwise by the
-        0.5/99.5 percentiles (rule ``"percentile"``).
+        The original. When given, the estimate's mean and spread are matched
+        to it (rule ``"fit"``); otherwise the 0.5/99.5 percentiles are
+        stretched to 0 and 1 (rule ``"percentile"``).
 
     Returns
     -------
@@ -149,9 +168,10 @@ def display_stretch(image, *, mask=None, reference=None):
 
     Notes
     -----
-    With a reference ``r``, ``(a, c) = argmin sum_{q in mask} (a x_q + c - r_q)^2``
-    (:func:`lbdviewer.metrics.fit_gain_offset`); if ``a <= 0`` the percentile
-    rule is used and the description says why. Without, ``a = 1 / (p_hi - p_lo)``
+    With a reference ``r``, ``a = std(r) / std(x)`` and ``c = mean(r) - a mean(x)``
+    over ``mask``, applied when the least-squares gain
+    (:func:`lbdviewer.metrics.fit_gain_offset`) is positive; otherwise the
+    percentile rule is used and the description says why. Without, ``a = 1 / (p_hi - p_lo)``
     and ``c = -p_lo a`` with ``p`` the 0.5 and 99.5 percentiles. Output:
     ``clip(a x + c, 0, 1)`` on ``mask``, 0 elsewhere. No covered pixel: all 0.
 
@@ -159,7 +179,7 @@ def display_stretch(image, *, mask=None, reference=None):
     --------
     >>> original = np.array([[0.0, 0.5, 1.0]])
     >>> shown = display_stretch(np.array([[10.0, 20.0, 30.0]]), reference=original)
-    >>> shown.rule, shown.image.round(12).tolist(), shown.gain
+    >>> shown.rule, shown.image.round(12).tolist(), round(shown.gain, 12)
     ('fit', [[0.0, 0.5, 1.0]], 0.05)
     >>> display_stretch(np.array([[3.0, 1.0, 2.0]])).rule
     'percentile'
@@ -173,8 +193,9 @@ def display_stretch(image, *, mask=None, reference=None):
                          description="no covered pixel: shown black", gain=0.0, offset=0.0, clipped_fraction=0.0)
     if reference is not None:
         reference = _check_image("reference", reference, image.shape)
-        gain, offset = fit_gain_offset(reference, image, mask=mask)
-        if gain > 0:
+        least_squares_gain, _ = fit_gain_offset(reference, image, mask=mask)
+        if least_squares_gain > 0:
+            gain, offset = matched_gain_offset(image, reference, mask)
             return _apply(image, mask, gain, offset, "fit", _FIT_DESCRIPTION)
         gain, offset = percentile_gain_offset(image, mask)
         return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION + _FALLBACK_NOTE)

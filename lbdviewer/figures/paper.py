@@ -98,7 +98,7 @@ def _record(name, quick, *, runs=None, source=None, parameters=None, display=Non
                       extra=extra, seconds=sum(p["seconds"] for p in runs.panels.values()) if runs else None)
 
 
-_FIT_NOTE = ("Reconstructions are shown with the gain and offset fitted to the original (descriptors carry no "
+_FIT_NOTE = ("Reconstructions are shown with the gain and offset fitted to the original, mean and spread matched (descriptors carry no "
              "offset, and bits no gain either); images are enlarged by integer factors, without resampling")
 
 
