@@ -166,7 +166,7 @@ def contrast_factor(image, *, percentile=CONTRAST_PERCENTILE, bins=CONTRAST_BINS
 
     Examples
     --------
-    >>> float(contrast_factor(np.zeros((20, 20), np.float32)))
+    >>> round(float(contrast_factor(np.zeros((20, 20), np.float32))), 6)
     0.03
     """
     cv2 = _cv2()
@@ -211,7 +211,7 @@ def derivative_kernels(order_x, order_y, size):
     --------
     >>> kx, ky = derivative_kernels(1, 0, 2)
     >>> kx.tolist(), [round(v, 4) for v in ky.tolist()]
-    ([-1.0, 0.0, 0.0, 0.0, 1.0], [0.0938, 0.0, 0.3125, 0.0, 0.0938])
+    ([-1.0, 0.0, 0.0, 0.0, 1.0], [0.0469, 0.0, 0.1563, 0.0, 0.0469])
     """
     if size == 1:
         kx, ky = _cv2().getDerivKernels(order_x, order_y, -1, normalize=True, ktype=_cv2().CV_32F)
@@ -257,7 +257,7 @@ def build_scale_space(image, *, n_octaves=4, n_sublevels=4):
     Examples
     --------
     >>> levels = build_scale_space(np.full((48, 96), 128, np.uint8), n_octaves=2, n_sublevels=2)
-    >>> len(levels), levels[-1].lt.shape, float(levels[-1].lt[5, 5]) == np.float32(128 / 255)
+    >>> len(levels), levels[-1].lt.shape, bool(abs(levels[-1].lt[5, 5] - 128 / 255) < 1e-6)
     (2, (48, 96), True)
     """
     cv2 = _cv2()

@@ -34,12 +34,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import ndimage
 
 from lbdviewer.features import Keypoints
 from lbdviewer.library_models import LibraryModel, gray_uint8
-from lbdviewer.patterns.akaze_scale_space import (BASE_SIGMA, DERIVATIVE_FACTOR, SMOOTH_SIGMA, build_scale_space,
-                                                  derivative_kernels, level_sigmas)
+from lbdviewer.patterns.akaze_scale_space import DERIVATIVE_FACTOR, build_scale_space, level_sigmas
 
 F32 = np.float32
 PATTERN_SIZE = 10
@@ -78,7 +76,7 @@ def comparison_pairs():
     --------
     >>> pairs = comparison_pairs()
     >>> pairs.shape, pairs[:2].tolist(), pairs[6].tolist()
-    ((486, 2), [[0, 3], [0, 6]], [[1, 4]])
+    ((486, 2), [[0, 3], [0, 6]], [1, 4])
     """
     out, first = [], 0
     for n in GRIDS:
@@ -110,11 +108,11 @@ class Model(LibraryModel):
     Examples
     --------
     >>> m = Model()
-    >>> m.n_bits, m.level_of(Keypoints([50.0], [50.0], [9.6], [0.0], [0])).tolist()
-    (486, [0])
+    >>> m.n_bits, m.level_of(Keypoints([50.0, 50.0], [50.0, 50.0], [4.8, 11.416], [0.0, 0.0], [0, 1])).tolist()
+    (486, [0, 5])
     """
 
-    name = "opencv-akaze"
+    name = "akaze"
     bitorder = "little"
     tie_positive = False
     n_bits = 486
@@ -202,13 +200,27 @@ class Model(LibraryModel):
         si = np.sin(angle.astype(np.float64)).astype(F32)
         return levels, xf, yf, scale, co, si
 
-    @staticmethod
-    def _sample_points(xf, yf, scale, co, si, k, l):
-        """Rounded sample ``(row, col)`` of offset ``(k, l)`` for every keypoint (float32 arithmetic)."""
-        k, l = F32(k), F32(l)
-        sy = yf + (l * co * scale + k * si * scale)
-        sx = xf + ((-l) * si * scale + k * co * scale)
-        return np.rint(sy).astype(np.int64), np.rint(sx).astype(np.int64)
+    def sample_grid(self, keypoints):
+        """Every keypoint's rounded samples, in the library's order.
+
+        Returns
+        -------
+        levels : ndarray of int, shape (K,)
+        cells : ndarray of int, shape (S,)
+            Cell of each sample (S = 1241 for the default pattern).
+        rows, cols : ndarray of int, shape (K, S)
+            Level position of each sample (may lie outside the level).
+        co, si : ndarray of float32, shape (K,)
+        """
+        levels, xf, yf, scale, co, si = self._frames(keypoints)
+        offsets = [(c, k, l) for c, (_, i0, j0, step) in enumerate(grid_cells())
+                   for k in range(i0, i0 + step) for l in range(j0, j0 + step)]
+        cells, k, l = (np.array(v) for v in zip(*offsets))
+        k, l = k.astype(F32)[None, :], l.astype(F32)[None, :]
+        c, s, sc = co[:, None], si[:, None], scale[:, None]
+        sy = yf[:, None] + (l * c * sc + k * s * sc)
+        sx = xf[:, None] + ((-l) * s * sc + k * c * sc)
+        return levels, cells, np.rint(sy).astype(np.int64), np.rint(sx).astype(np.int64), co, si
 
     def cell_values(self, images, keypoints, *, exact=True):
         """The ``(K, 29, 3)`` cell means of ``(Lt, rotated derivatives)`` for every keypoint.
@@ -221,26 +233,31 @@ class Model(LibraryModel):
             float32 sums in the library's order (True), or float64 (the linear view).
         """
         dtype = F32 if exact else np.float64
-        levels, xf, yf, scale, co, si = self._frames(keypoints)
-        out = np.zeros((len(keypoints), len(grid_cells()), N_CHANNELS), dtype=dtype)
-        for c, (_, i0, j0, step) in enumerate(grid_cells()):
-            sums = np.zeros((len(keypoints), N_CHANNELS), dtype=dtype)
-            count = np.zeros(len(keypoints), dtype=np.int64)
-            for k in range(i0, i0 + step):
-                for l in range(j0, j0 + step):
-                    rows, cols = self._sample_points(xf, yf, scale, co, si, k, l)
-                    for e in np.unique(levels):
-                        lt, lx, ly = images[e]
-                        here = (levels == e) & (rows >= 0) & (rows < lt.shape[0]) & (cols >= 0) & (cols < lt.shape[1])
-                        r, q = rows[here], cols[here]
-                        rx, ry = lx[r, q].astype(dtype), ly[r, q].astype(dtype)
-                        c_, s_ = co[here].astype(dtype), si[here].astype(dtype)
-                        sums[here, 0] += lt[r, q].astype(dtype)
-                        sums[here, 1] += (-rx) * s_ + ry * c_
-                        sums[here, 2] += rx * c_ + ry * s_
-                        count[here] += 1
-            inv = np.where(count > 0, dtype(1.0) / np.maximum(count, 1).astype(dtype), dtype(1.0)).astype(dtype)
-            out[:, c] = sums * inv[:, None]
+        levels, cells, rows, cols, co, si = self.sample_grid(keypoints)
+        n = len(keypoints)
+        lt, lx, ly = (np.zeros((n, rows.shape[1]), dtype=dtype) for _ in range(3))
+        inside = np.zeros(rows.shape, dtype=bool)
+        for e in np.unique(levels):
+            here = levels == e
+            images_e = images[e]
+            r, q = rows[here], cols[here]
+            ok = (r >= 0) & (r < images_e[0].shape[0]) & (q >= 0) & (q < images_e[0].shape[1])
+            r, q = np.where(ok, r, 0), np.where(ok, q, 0)
+            inside[here] = ok
+            for out, image in zip((lt, lx, ly), images_e):
+                out[here] = np.where(ok, image[r, q], 0).astype(dtype)
+        c, s = co.astype(dtype)[:, None], si.astype(dtype)[:, None]
+        channels = (lt, (-lx) * s + ly * c, lx * c + ly * s)
+        out = np.zeros((n, len(grid_cells()), N_CHANNELS), dtype=dtype)
+        for cell in range(len(grid_cells())):
+            columns = np.flatnonzero(cells == cell)
+            count = inside[:, columns].sum(axis=1)
+            inv = (dtype(1.0) / np.maximum(count, 1).astype(dtype)).astype(dtype)
+            for channel, values in enumerate(channels):
+                total = np.zeros(n, dtype=dtype)
+                for column in columns:  # sequential sums, as the library adds
+                    total = (total + values[:, column]).astype(dtype)
+                out[:, cell, channel] = np.where(count > 0, total * inv, total)
         return out
 
     def model_bits(self, image, keypoints):
@@ -264,9 +281,8 @@ class Model(LibraryModel):
             values = self.cell_values([(lv.lt, lv.lx, lv.ly) for lv in space], keypoints, exact=False)
         else:
             sources = self.source_images(image, space=space)
-            values = np.stack([op.cell_values(patch) for op, patch in
-                               zip(self.patch_operators(keypoints, image_shape=np.shape(image)),
-                                   self.source_patches(sources, keypoints))])
+            values = np.stack([op.cell_values(op.extract(sources[op.level]))
+                               for op in self.patch_operators(keypoints, image_shape=np.shape(image))])
         flat = values.reshape(len(keypoints), -1)
         pairs = comparison_pairs()
         return np.where(flat[:, pairs[:, 0]] - flat[:, pairs[:, 1]] > 0, 1, -1).astype(np.int8)
@@ -298,7 +314,7 @@ class Model(LibraryModel):
         from lbdviewer.patterns.akaze_operator import AkazePatchOperator
 
         plan = level_sigmas(self.n_octaves, self.n_sublevels, tuple(image_shape))
-        levels, xf, yf, scale, co, si = self._frames(keypoints)
+        levels, cells, rows, cols, co, si = self.sample_grid(keypoints)
         out = []
         for k in range(len(keypoints)):
             e = int(levels[k])
@@ -306,18 +322,6 @@ class Model(LibraryModel):
             diffusion = 0.0 if e == 0 else math.sqrt(max(esigma ** 2 - plan[e - 1][2] ** 2, 0.0))
             power = 1 << octave
             shape = (int(image_shape[0] / power), int(image_shape[1] / power))
-            samples = [(c, self._sample_points(xf[k:k + 1], yf[k:k + 1], scale[k:k + 1], co[k:k + 1],
-                                               si[k:k + 1], kk, ll))
-                       for c, (_, i0, j0, step) in enumerate(grid_cells())
-                       for kk in range(i0, i0 + step) for ll in range(j0, j0 + step)]
-            cells = np.array([c for c, _ in samples])
-            rows = np.array([p[0][0] for _, p in samples])
-            cols = np.array([p[1][0] for _, p in samples])
-            out.append(AkazePatchOperator(e, power, shape, cells, rows, cols, float(co[k]), float(si[k]),
+            out.append(AkazePatchOperator(e, power, shape, cells, rows[k], cols[k], float(co[k]), float(si[k]),
                                           size, diffusion, smooth=e > 0))
         return out
-
-    @staticmethod
-    def source_patches(sources, operators_or_keypoints):
-        """Not used directly: see :meth:`AkazePatchOperator.extract`."""
-        return [op.extract(sources[op.level]) for op in operators_or_keypoints]
