@@ -24,8 +24,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import ndimage
-
 from lbdviewer.patterns.akaze_scale_space import SMOOTH_SIGMA, derivative_kernels
 
 N_CELLS = 29
@@ -93,14 +91,15 @@ class AkazePatchOperator:
         np.add.at(weights, (cells, rows - top, cols - left), 1.0 / np.maximum(counts[cells], 1))
         intensity = weights if diffusion <= 0 else self._convolve(weights, _gaussian(diffusion, reach_d),
                                                                   _gaussian(diffusion, reach_d))
-        dxx, dxy = derivative_kernels(1, 0, size)  # along x, along y
-        dyx, dyy = derivative_kernels(0, 1, size)
-        across = self._convolve(weights * -si, dxx, dxy) + self._convolve(weights * co, dyx, dyy)
-        along = self._convolve(weights * co, dxx, dxy) + self._convolve(weights * si, dyx, dyy)
-        if smooth:
-            g = _gaussian(SMOOTH_SIGMA, 2)
-            across, along = self._convolve(across, g, g), self._convolve(along, g, g)
-        self.functionals = np.stack([intensity, across, along], axis=1).reshape(3 * N_CELLS, side * side)
+        g = _gaussian(SMOOTH_SIGMA, 2) if smooth else np.ones(1)
+        # D G_1 as one separable filter: each 1-D kernel convolved with G_1's
+        dx = self._convolve(weights, *(np.convolve(k, g) for k in derivative_kernels(1, 0, size)))
+        dy = self._convolve(weights, *(np.convolve(k, g) for k in derivative_kernels(0, 1, size)))
+        functionals = np.empty((N_CELLS, 3, side, side))
+        functionals[:, 0] = intensity
+        functionals[:, 1] = -si * dx + co * dy
+        functionals[:, 2] = co * dx + si * dy
+        self.functionals = functionals.reshape(3 * N_CELLS, side * side)
         pairs = comparison_pairs()
         self.differences = np.zeros((3 * N_CELLS, len(pairs)))
         self.differences[pairs[:, 0], np.arange(len(pairs))] = 1.0
@@ -108,9 +107,16 @@ class AkazePatchOperator:
 
     @staticmethod
     def _convolve(images, kernel_x, kernel_y):
-        """Adjoint of correlating each image with ``outer(kernel_y, kernel_x)`` (zero outside the patch)."""
-        out = ndimage.convolve1d(images, np.asarray(kernel_x, dtype=np.float64), axis=-1, mode="constant")
-        return ndimage.convolve1d(out, np.asarray(kernel_y, dtype=np.float64), axis=-2, mode="constant")
+        """Adjoint of correlating each image with ``outer(kernel_y, kernel_x)`` (zero outside the patch):
+        correlation with the flipped (odd-length) kernels."""
+        import cv2
+
+        kx = np.ascontiguousarray(np.asarray(kernel_x, dtype=np.float64)[::-1])
+        ky = np.ascontiguousarray(np.asarray(kernel_y, dtype=np.float64)[::-1])
+        out = np.empty_like(images)
+        for image, filtered in zip(images, out):
+            cv2.sepFilter2D(image, cv2.CV_64F, kx, ky, dst=filtered, borderType=cv2.BORDER_CONSTANT)
+        return out
 
     def cell_values(self, patch):
         """The ``(..., 29, 3)`` cell values of a patch (or batch of patches)."""
