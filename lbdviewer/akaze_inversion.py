@@ -9,20 +9,24 @@ level enters only through the 87 cell values ``v = F u``
 
 For every keypoint we
 
-1. read the rank of each intensity cell in its grid from the bits (the number
-   of cells it beats) and centre and scale the ranks of each grid to zero mean
-   and unit variance: :math:`\hat v`;
-2. take the patch of least norm with those intensity cell values,
-   :math:`u = F_I^T (F_I F_I^T + \epsilon I)^{-1} \hat v`, smoothed by a
-   Gaussian as wide as the sample spacing ``s`` (the rows of ``F_I`` are
-   sparse samples ``s`` level pixels apart);
+1. read the rank of each cell in its grid and channel from the bits (the
+   number of cells it beats) and centre and scale the ranks of each grid and
+   channel to zero mean and unit variance: :math:`\hat v`;
+2. take the patch of least norm with those cell values,
+   :math:`u = \tilde F^T (\tilde F \tilde F^T + \epsilon I)^{-1} \hat v`,
+   where :math:`\tilde F` is ``F`` with the rows of each channel divided by
+   their mean norm (so that no channel dominates), smoothed by a Gaussian as
+   wide as the sample spacing ``s`` (the intensity rows are sparse samples
+   ``s`` level pixels apart);
 3. resize it by the level's pixel size and add it at its place in the level-0
    image, weighted by its smoothed footprint; the average is mapped to
    ``[0, 1]`` as ``0.5 + v / (6 std(v))`` (clipped).
 
 The result is a band-pass picture of the image at the keypoints' scales
-(each patch is known up to an offset and a gain); the bits of the derivative
-channels are only used to report consistency.
+(each patch is known up to an offset and a gain). On coffee (200 keypoints)
+the derivative channels raise the correlation from 0.652 (intensity cells
+alone) to 0.679; their weight against the intensity rows hardly matters
+(0.678 to 0.679 for 0.3x to 3x).
 """
 
 from __future__ import annotations
@@ -33,15 +37,18 @@ from scipy import ndimage
 from lbdviewer.patterns.akaze_operator import N_CELLS
 from lbdviewer.patterns.opencv_akaze import GRIDS, Model, comparison_pairs
 
-RIDGE = 1e-9
+RIDGE = 1e-6
+STRETCH = 6.0
 
 
 def cell_ranks(bits):
-    """Standardised ranks of the intensity cells of every grid, from ``(K, 486)`` bits in {-1, +1}.
+    """Standardised ranks of the cells of every grid and channel, from ``(K, 486)`` bits in {-1, +1}.
 
     Returns
     -------
-    ndarray, shape (K, 29)
+    ndarray, shape (K, 87)
+        Cell-major, channel-minor, as the values of
+        :func:`~lbdviewer.patterns.opencv_akaze.comparison_pairs`.
 
     Examples
     --------
@@ -49,7 +56,7 @@ def cell_ranks(bits):
     >>> pairs = comparison_pairs()
     >>> bits = np.where(values[:, pairs[:, 0]] > values[:, pairs[:, 1]], 1, -1)
     >>> ranks = cell_ranks(bits)
-    >>> bool(np.all(np.argsort(ranks[0, :4]) == np.argsort(values[0, 0:12:3])))
+    >>> bool(np.all(np.argsort(ranks[0, 0:12:3]) == np.argsort(values[0, 0:12:3])))
     True
     """
     bits = np.asarray(bits)
@@ -57,12 +64,12 @@ def cell_ranks(bits):
     wins = np.zeros((bits.shape[0], 3 * N_CELLS))
     np.add.at(wins.T, pairs[:, 0], (bits.T > 0))
     np.add.at(wins.T, pairs[:, 1], (bits.T < 0))
-    ranks = wins[:, 0::3]
-    out, first = np.zeros_like(ranks), 0
+    out, first = np.zeros_like(wins), 0
     for n in GRIDS:
-        block = ranks[:, first:first + n * n]
-        block = block - block.mean(axis=1, keepdims=True)
-        out[:, first:first + n * n] = block / np.maximum(block.std(axis=1, keepdims=True), 1e-12)
+        for channel in range(3):
+            columns = np.arange(first, first + n * n) * 3 + channel
+            block = wins[:, columns] - wins[:, columns].mean(axis=1, keepdims=True)
+            out[:, columns] = block / np.maximum(block.std(axis=1, keepdims=True), 1e-12)
         first += n * n
     return out
 
@@ -92,11 +99,15 @@ def iter_invert_akaze(features):
     operators = model.patch_operators(keypoints, image_shape=(height, width))
     _, _, _, scale, _, _ = model._frames(keypoints)
     for k, op in enumerate(operators):
-        intensity = op.functionals[0::3]
-        gram = intensity @ intensity.T
-        coefficients = np.linalg.solve(gram + RIDGE * np.trace(gram) * np.eye(N_CELLS), ranks[k])
+        rows = op.functionals.reshape(N_CELLS, 3, -1)
+        intensity = rows[:, 0]
+        scaled = np.concatenate([rows[:, channel] / np.linalg.norm(rows[:, channel], axis=1).mean()
+                                 for channel in range(3)])
+        targets = np.concatenate([ranks[k, channel::3] for channel in range(3)])
+        gram = scaled @ scaled.T
+        coefficients = np.linalg.solve(gram + RIDGE * np.trace(gram) / len(gram) * np.eye(len(gram)), targets)
         sigma = float(scale[k])
-        patch = ndimage.gaussian_filter((coefficients @ intensity).reshape(op.domain_shape), sigma)
+        patch = ndimage.gaussian_filter((coefficients @ scaled).reshape(op.domain_shape), sigma)
         footprint = ndimage.gaussian_filter((np.abs(intensity).sum(axis=0) > 0).reshape(op.domain_shape) * 1.0,
                                             sigma)
         predicted = np.where(op.forward(patch) > 0, 1, -1)
@@ -116,5 +127,5 @@ def iter_invert_akaze(features):
     covered = weight > 1e-3 * max(weight.max(), 1e-12)
     image = np.where(covered, total / np.maximum(weight, 1e-12), 0.0)
     spread = float(image[covered].std()) if np.any(covered) else 1.0
-    image = np.where(covered, np.clip(0.5 + image / (6.0 * max(spread, 1e-12)), 0.0, 1.0), 0.0)
+    image = np.where(covered, np.clip(0.5 + image / (STRETCH * max(spread, 1e-12)), 0.0, 1.0), 0.0)
     yield image, covered, consistent / max(len(operators), 1)
