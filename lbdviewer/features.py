@@ -9,7 +9,7 @@ key                 dtype, shape     meaning
 ``format``          str, ()          ``"lbdviewer-features"``
 ``version``         int64, ()        ``1``
 ``descriptor``      str, ()          ``orb``, ``opencv-brief``, ``opencv-freak``,
-                                     ``skimage-brief``, ``beblid``, ``teblid`` or ``brisk``
+                                     ``skimage-brief``, ``beblid``, ``teblid``, ``brisk`` or ``akaze``
 ``params``          str, ()          JSON object of the descriptor's parameters
 ``image_shape``     int64, (2,)      ``(height, width)`` of the described image
 ``keypoints``       float64, (K, 6)  columns ``x, y, size, angle, octave,
@@ -46,7 +46,7 @@ from lbdviewer.limits import check_keypoints, check_pixels
 
 FORMAT = "lbdviewer-features"
 VERSION = 1
-DESCRIPTORS = ("orb", "opencv-brief", "opencv-freak", "skimage-brief", "beblid", "teblid", "brisk")
+DESCRIPTORS = ("orb", "opencv-brief", "opencv-freak", "skimage-brief", "beblid", "teblid", "brisk", "akaze")
 KEYPOINT_COLUMNS = ("x", "y", "size", "angle", "octave", "response")
 #: Suffixes :func:`load_features` reads: ``.npz`` and OpenCV FileStorage's.
 FEATURE_SUFFIXES = (".npz", ".yml", ".yaml", ".xml", ".json")

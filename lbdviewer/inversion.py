@@ -215,13 +215,19 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
     sparsity = check_fraction("sparsity", sparsity)
     started = time.perf_counter()
-    patterns = keypoint_patterns(features)
-    if any(kp.pattern.thresholded for kp in patterns):
-        raise ValueError(f"descriptor {features.descriptor!r} compares box means against learned thresholds "
-                         f"(bits sign(L x - t)); inverting thresholded bits is not supported yet")
-    runner = _joint if mode == "joint" else _patchwise
+    if features.descriptor == "akaze":  # no field pattern: each keypoint alone at its scale, in both modes
+        from lbdviewer.akaze_inversion import iter_invert_akaze
+
+        method, items = "akaze-cell-ranks", iter_invert_akaze(features)
+    else:
+        patterns = keypoint_patterns(features)
+        if any(kp.pattern.thresholded for kp in patterns):
+            raise ValueError(f"descriptor {features.descriptor!r} compares box means against learned thresholds "
+                             f"(bits sign(L x - t)); inverting thresholded bits is not supported yet")
+        runner = _joint if mode == "joint" else _patchwise
+        items = runner(features, patterns, int(iterations), sparsity)
     image = covered = consistency = None
-    for item in runner(features, patterns, int(iterations), sparsity):
+    for item in items:
         if isinstance(item, InversionProgress):
             yield item
         else:

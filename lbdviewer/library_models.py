@@ -41,6 +41,7 @@ MODEL_MODULES = {
     "beblid": "lbdviewer.patterns.opencv_blid",
     "teblid": "lbdviewer.patterns.opencv_blid:TeblidModel",
     "brisk": "lbdviewer.patterns.opencv_brisk",
+    "akaze": "lbdviewer.patterns.opencv_akaze",
 }
 
 
@@ -288,7 +289,7 @@ def get_model(name, **params):
 
     Parameters
     ----------
-    name : {"orb", "opencv-brief", "opencv-freak", "skimage-brief", "brisk"}
+    name : {"orb", "opencv-brief", "opencv-freak", "skimage-brief", "brisk", "akaze"}
     **params
         Keyword parameters of that model.
 
