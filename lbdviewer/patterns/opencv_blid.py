@@ -39,7 +39,11 @@ HALF = PATCH // 2
 BORDER_RATIO = 1.75
 #: Scales at which thresholds are bisected: the largest fixes ``theta`` to ~1/(8 r + 1)^2.
 PROBE_SCALES = (1, 4)
+#: Scale at which thresholds of half-width-1 boxes are bisected again: ``theta`` to 1/289.
+FINE_SCALE = 8
 SIZES = (256, 512)
+#: Part of the cache key: bumped whenever calibration changes the tables it recovers.
+CALIBRATION_VERSION = "v2"
 FLAVOURS = ("beblid", "teblid")
 
 
@@ -126,10 +130,20 @@ def weak_learners(flavour, n_bits):
                                     scale=scale, half=HALF)
             theta_low = np.maximum(theta_low, cut / area)
             theta_high = np.minimum(theta_high, (cut + 1) / area)
+        fine = np.flatnonzero(radius == 1)  # (2 * 4 + 1)^2 = 81 leaves 0.01 grey levels unresolved
+        if fine.size:
+            area = (2 * FINE_SCALE * radius[fine] + 1) ** 2
+            describe = describe_at(FINE_SCALE)
+            cut = bisect_thresholds(lambda image, centers: describe(image, centers)[:, fine], boxes[fine],
+                                    np.floor(theta_low[fine] * area).astype(np.int64),
+                                    np.ceil(theta_high[fine] * area).astype(np.int64),
+                                    scale=FINE_SCALE, half=HALF, canvas=3072)
+            theta_low[fine] = np.maximum(theta_low[fine], cut / area)
+            theta_high[fine] = np.minimum(theta_high[fine], (cut + 1) / area)
         return {"boxes": boxes, "thresholds": simplest_in(theta_low, theta_high),
                 "theta_low": theta_low, "theta_high": theta_high, "calibration_errors": errors}
 
-    key = cache_key(flavour, cv2.__version__, ("bits", n_bits))
+    key = cache_key(flavour, cv2.__version__, ("bits", n_bits), CALIBRATION_VERSION)
     table = cached_arrays(key, compute)
     return table["boxes"].astype(np.int64), table["thresholds"].astype(np.float64)
 
