@@ -17,7 +17,7 @@ exists). Bits whose threshold the random images rarely cross (large boxes
 compared against 100 grey levels and more) are traced instead:
 :func:`trace_box_pixels` bisects pixel-by-pixel paths between a window giving
 bit 1 and one giving bit 0, and each flip names a pixel of one box.
-:func:`bisect_thresholds` then pins each threshold down by crafting
+:func:`lbdviewer.box_thresholds.bisect_thresholds` then pins each threshold down by crafting
 patches whose sum difference is any integer we choose (grey 128 plus a few
 changed pixels inside one box) and bisecting where the bit flips, at several
 scales so that ``\\theta_k`` is known to well below ``1 / A`` of the largest
@@ -311,6 +311,20 @@ def trace_box_pixels(describe, bits, ones, zeros, *, half=16, rng=0):
     flips along a bisection (1 at ``j``, 0 at ``j + 1``) pixel ``j`` lies in
     one box only, and the sign of its change says which. All paths of all
     bits run at once, one keypoint each on one canvas: ``log2(W^2)`` calls.
+
+    Examples
+    --------
+    One bit, ``I(17, 16) - I(19, 16) <= 0`` in patch pixels, traced from
+    black windows to windows with patch pixel ``(17, 16)`` raised:
+
+    >>> def describe(image, centers):
+    ...     x, y = centers[:, 0], centers[:, 1]
+    ...     return (image[y, x + 1].astype(int) - image[y, x + 3] <= 0)[:, None]
+    >>> ones, zeros = np.zeros((1, 2, 9, 9), np.uint8), np.zeros((1, 2, 9, 9), np.uint8)
+    >>> zeros[:, :, 4, 5] = 200  # the window's centre (4, 4) is patch pixel (16, 16)
+    >>> pixels, straddles = trace_box_pixels(describe, [0], ones, zeros)
+    >>> pixels[0].tolist(), straddles[0].shape
+    ([[17, 16, 1], [17, 16, 1]], (2, 2, 9, 9))
     """
     gen = np.random.default_rng(rng)
     starts = np.concatenate([np.asarray(w, dtype=np.int64) for w in ones])
@@ -497,123 +511,3 @@ def _refine(sums, bit, start, max_radius, *, steps=6, subset=3000):
         cut = order[min(len(order) - 1, int(np.sum(bit)))]
         low, high = cut - 1, cut
     return current, np.array([low, high]), wrong
-
-
-def craft_patch(box1, box2, radius, target):
-    """Offsets from grey :data:`BASE` giving ``S(B1) - S(B2) == target`` and nothing else.
-
-    Parameters
-    ----------
-    box1, box2 : (int, int)
-        Centres ``(x, y)`` in a patch whose origin is the top-left of a
-        canvas wide enough to hold both boxes.
-    radius : int
-    target : int
-
-    Returns
-    -------
-    xs, ys : ndarray of int
-        Pixels changed.
-    deltas : ndarray of int
-        Their offsets from :data:`BASE`, in ``[-128, 127]``.
-    reached : int
-        The sum difference actually made (``target`` unless out of reach).
-
-    Examples
-    --------
-    >>> xs, ys, d, reached = craft_patch((2, 2), (6, 2), 1, 300)
-    >>> int(d.sum()), reached
-    (300, 300)
-    """
-    low = np.minimum(box1, box2) - radius
-    side = np.abs(np.subtract(box1, box2)) + 2 * radius + 1
-    yy, xx = np.mgrid[low[1]:low[1] + side[1], low[0]:low[0] + side[0]]
-    xx, yy = xx.ravel(), yy.ravel()
-
-    def inside(c):
-        return (np.abs(xx - c[0]) <= radius) & (np.abs(yy - c[1]) <= radius)
-    in1, in2 = inside(box1), inside(box2)
-    only1 = (xx[in1 & ~in2], yy[in1 & ~in2])
-    only2 = (xx[in2 & ~in1], yy[in2 & ~in1])
-    # the difference grows by raising B1 or lowering B2, and shrinks the other way
-    if target >= 0:
-        moves = ((only1, 1, 255 - BASE), (only2, -1, BASE))
-    else:
-        moves = ((only1, -1, BASE), (only2, 1, 255 - BASE))
-    remaining = abs(int(target))
-    xs, ys, deltas = [], [], []
-    for group, sign, room in moves:
-        if remaining == 0 or not len(group[0]):
-            continue
-        count = min(len(group[0]), -(-remaining // room))
-        amounts = np.full(count, room, dtype=np.int64)
-        amounts[-1] = min(room, remaining - room * (count - 1))
-        xs.append(group[0][:count].astype(np.int64))
-        ys.append(group[1][:count].astype(np.int64))
-        deltas.append(sign * amounts)
-        remaining -= int(amounts.sum())
-    reached = int(target) - int(np.sign(target)) * remaining
-    if not xs:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), reached
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(deltas), reached
-
-
-def bisect_thresholds(describe, boxes, low, high, *, scale, half=16, canvas=2048):
-    """Find ``T_k``, the largest sum difference that still gives bit 1, at one scale.
-
-    Parameters
-    ----------
-    describe : callable
-        ``describe(image_uint8, centers_xy (K, 2) int) -> bits (K, M) bool``
-        with the library scaled by ``scale`` (an integer), no rotation: a box
-        ``(u, v, r)`` of the normalised patch sits at ``(x + s u - s half,
-        y + s v - s half)`` with half-width ``s r``.
-    boxes : ndarray, shape (M, 5)
-        From :func:`locate_box_tests`.
-    low, high : ndarray of int, shape (M,)
-        Sum differences (at this scale) known to give bit 1 and bit 0.
-    scale : int
-    half : int
-    canvas : int
-        Side of the images the probes are drawn on.
-
-    Returns
-    -------
-    ndarray of int64, shape (M,)
-        ``T_k``; bits whose flip is out of reach keep the reachable bound.
-    """
-    boxes = np.asarray(boxes, dtype=np.int64)
-    low = np.array(low, dtype=np.int64)
-    high = np.array(high, dtype=np.int64)
-    s = int(scale)
-    reach = s * (2 * half + 2 * int(boxes[:, 4].max()) + 2)
-    border = int(np.ceil(1.75 * half * s)) + reach + 2
-    pitch = reach + 2
-    per_side = max(1, (canvas - 2 * border) // pitch)
-    while True:
-        open_bits = np.flatnonzero(high - low > 1)
-        if open_bits.size == 0:
-            return low
-        mids = (low + high) // 2
-        for start in range(0, open_bits.size, per_side * per_side):
-            chunk = open_bits[start:start + per_side * per_side]
-            image = np.full((canvas, canvas), BASE, dtype=np.int64)
-            slots = np.arange(len(chunk))
-            cx = border + (slots % per_side) * pitch + reach // 2
-            cy = border + (slots // per_side) * pitch + reach // 2
-            reached = np.empty(len(chunk), dtype=np.int64)
-            for n, k in enumerate(chunk):
-                u1, v1, u2, v2, r = boxes[k]
-                origin = np.array([cx[n] - s * half, cy[n] - s * half])
-                xs, ys, deltas, reached[n] = craft_patch(origin + s * np.array([u1, v1]),
-                                                         origin + s * np.array([u2, v2]), s * r, mids[k])
-                image[ys, xs] += deltas
-            out = np.asarray(describe(image.astype(np.uint8), np.stack([cx, cy], axis=1)), dtype=bool)
-            bit = out[slots, chunk]
-            low[chunk] = np.where(bit, reached, low[chunk])
-            high[chunk] = np.where(bit, high[chunk], reached)
-            # a target out of reach (no uint8 patch makes it) whose bit did not flip: the flip
-            # lies beyond what any image can show, so the bound reached settles the bit
-            closed = (reached != mids[chunk]) & (bit == (mids[chunk] > 0))
-            high[chunk[closed & bit]] = low[chunk[closed & bit]] + 1
-            low[chunk[closed & ~bit]] = high[chunk[closed & ~bit]] - 1

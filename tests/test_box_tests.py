@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from lbdviewer.box_tests import (bisect_thresholds, box_sums, craft_patch, integral_image, locate_box_tests,
-                                 trace_box_pixels)
+from lbdviewer.box_tests import box_sums, integral_image, locate_box_tests, trace_box_pixels
+from lbdviewer.box_thresholds import bisect_thresholds, craft_patch, threshold_intervals
 from lbdviewer.patterns.opencv_blid import simplest_in
 
 #: (u1, v1, u2, v2, r) in a 32 x 32 patch and thresholds in grey levels, chosen here (not any library's).
@@ -90,3 +90,20 @@ def test_traced_pixels_lie_in_one_box_only_and_straddle_the_threshold():
             diffs.append(int(box_sums(ii, np.array([u1 + c]), np.array([v1 + c]), r)[0]
                              - box_sums(ii, np.array([u2 + c]), np.array([v2 + c]), r)[0]))
         assert diffs[0] <= THETA[k] * 9 < diffs[1]
+
+
+def test_thresholds_of_small_boxes_are_bisected_until_their_decimals_are_known():
+    # half-width 1 at scale 4 is 81 pixels: 9.94 and 9.95 look alike; at scale 8 (289 pixels) they do not
+    boxes = np.array([[16, 10, 10, 14, 1], [14, 8, 11, 1, 1], [15, 16, 12, 20, 1], [10, 9, 6, 20, 3]])
+    theta = np.array([9.95, 0.85, -5.15, 2.45])
+
+    def describe_at(scale):
+        return synthetic_library(scale, boxes, theta)
+    located, bounds, errors = locate_box_tests(describe_at(1), n_images=3, size=128, step=4, max_radius=3)
+    assert located.tolist() == boxes.tolist() and not errors.any()
+    settings = dict(half=16, canvas=1024, fine_canvas=1280)
+    low, high = threshold_intervals(describe_at, located, bounds, scales=(1, 4), fine_scale=8, **settings)
+    assert np.all((low <= theta) & (theta < high))
+    assert simplest_in(low, high) == pytest.approx(theta, abs=1e-9)
+    coarse = simplest_in(*threshold_intervals(describe_at, located, bounds, scales=(1, 4), fine_scale=4, **settings))
+    assert coarse[:3] != pytest.approx(theta[:3], abs=1e-3)

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbdviewer.box_tests import bisect_thresholds, box_sums, integral_image, locate_box_tests
+from lbdviewer.box_tests import box_sums, integral_image, locate_box_tests
+from lbdviewer.box_thresholds import threshold_intervals
 from lbdviewer.calibration import cache_key, cached_arrays
 from lbdviewer.features import Keypoints
 from lbdviewer.library_models import KeypointPattern, LibraryModel, gray_uint8, opencv_describe
@@ -39,7 +40,7 @@ HALF = PATCH // 2
 BORDER_RATIO = 1.75
 #: Scales at which thresholds are bisected: the largest fixes ``theta`` to ~1/(8 r + 1)^2.
 PROBE_SCALES = (1, 4)
-#: Scale at which thresholds of half-width-1 boxes are bisected again: ``theta`` to 1/289.
+#: Scale at which thresholds of half-width-1 boxes are bisected again: ``theta`` to 1/289 (see ``threshold_intervals``).
 FINE_SCALE = 8
 SIZES = (256, 512)
 #: Part of the cache key: bumped whenever calibration changes the tables it recovers.
@@ -116,30 +117,8 @@ def weak_learners(flavour, n_bits):
 
     def compute():
         boxes, bounds, errors = locate_box_tests(describe_at(1), half=HALF)
-        radius = boxes[:, 4]
-        low, high = bounds[:, 0].astype(np.float64), bounds[:, 1].astype(np.float64)
-        theta_low, theta_high = np.full(n_bits, -np.inf), np.full(n_bits, np.inf)
-        for scale in PROBE_SCALES:
-            area = (2 * scale * radius + 1) ** 2
-            # what is known of theta so far, as sum differences at this scale
-            lo = np.where(np.isfinite(theta_low), np.floor(theta_low * area), low)
-            hi = np.where(np.isfinite(theta_high), np.ceil(theta_high * area), high)
-            if scale == 1:
-                lo, hi = low, high
-            cut = bisect_thresholds(describe_at(scale), boxes, lo.astype(np.int64), hi.astype(np.int64),
-                                    scale=scale, half=HALF)
-            theta_low = np.maximum(theta_low, cut / area)
-            theta_high = np.minimum(theta_high, (cut + 1) / area)
-        fine = np.flatnonzero(radius == 1)  # (2 * 4 + 1)^2 = 81 leaves 0.01 grey levels unresolved
-        if fine.size:
-            area = (2 * FINE_SCALE * radius[fine] + 1) ** 2
-            describe = describe_at(FINE_SCALE)
-            cut = bisect_thresholds(lambda image, centers: describe(image, centers)[:, fine], boxes[fine],
-                                    np.floor(theta_low[fine] * area).astype(np.int64),
-                                    np.ceil(theta_high[fine] * area).astype(np.int64),
-                                    scale=FINE_SCALE, half=HALF, canvas=3072)
-            theta_low[fine] = np.maximum(theta_low[fine], cut / area)
-            theta_high[fine] = np.minimum(theta_high[fine], (cut + 1) / area)
+        theta_low, theta_high = threshold_intervals(describe_at, boxes, bounds, scales=PROBE_SCALES,
+                                                    fine_scale=FINE_SCALE, half=HALF)
         return {"boxes": boxes, "thresholds": simplest_in(theta_low, theta_high),
                 "theta_low": theta_low, "theta_high": theta_high, "calibration_errors": errors}
 
