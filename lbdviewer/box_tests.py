@@ -13,7 +13,11 @@ Nothing here knows the library's tables. :func:`locate_box_tests` finds the
 geometry (both centres and the half-width) of every bit by describing random
 images at keypoints of unit scale and keeping, for each bit, the candidate
 pair of boxes whose sum difference separates the bit perfectly (a threshold
-exists); :func:`bisect_thresholds` then pins each threshold down by crafting
+exists). Bits whose threshold the random images rarely cross (large boxes
+compared against 100 grey levels and more) are traced instead:
+:func:`trace_box_pixels` bisects pixel-by-pixel paths between a window giving
+bit 1 and one giving bit 0, and each flip names a pixel of one box.
+:func:`lbdviewer.box_thresholds.bisect_thresholds` then pins each threshold down by crafting
 patches whose sum difference is any integer we choose (grey 128 plus a few
 changed pixels inside one box) and bisecting where the bit flips, at several
 scales so that ``\\theta_k`` is known to well below ``1 / A`` of the largest
@@ -122,7 +126,7 @@ def _box_filter(maps, radius):
 
 
 def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, step=5, rng=0,
-                     max_unexplained=None):
+                     max_unexplained=None, n_paths=48):
     """Find the two boxes and the half-width each bit compares.
 
     Parameters
@@ -137,6 +141,8 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
         Largest half-width tried.
     n_images, size, step, rng
         Calibration images (see :func:`calibration_images`), keypoint grid step.
+    n_paths : int
+        Paths traced per bit no candidate explains (see :func:`trace_box_pixels`; 0: none).
     max_unexplained : int, optional
         Raise if more bits than this have no exactly separating pair of
         boxes (None: never; those bits keep the pair that errs least).
@@ -165,7 +171,12 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
     :func:`calibration_images`) is box-filtered at every half-width; the
     darkest and brightest boxes (scored by their sum over the side, a matched
     filter) are the candidates, and a candidate is accepted only if the sum
-    differences it predicts separate the library's bits exactly.
+    differences it predicts separate the library's bits exactly. Bits with
+    large thresholds and large boxes are rarely flipped by the noise; for the
+    bits still unexplained, :func:`trace_box_pixels` finds pixels of their
+    boxes directly and :func:`_boxes_through` keeps the boxes through them
+    that separate every sample, the traced ones included. A local search
+    around the candidates (:func:`_refine`) takes whatever is left.
     """
     reach = half + max_radius + 2
     margin = reach + 2 * half
@@ -177,7 +188,7 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
     dy, dx = (g.ravel() for g in np.meshgrid(offsets, offsets, indexing="ij"))
     families = [calibration_images(n_images // 3, size, rng), calibration_images(n_images // 3, size, rng + 1, flat=True),
                 calibration_images(n_images - 2 * (n_images // 3), size, rng + 2, salt=0.3)]
-    family_maps, bits, integrals = [], [], []
+    family_maps, bits, integrals, pictures = [], [], [], []
     for images, noises in families:
         maps = 0.0
         for image, noise in zip(images, noises):
@@ -186,6 +197,7 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
             maps = maps + patches.T @ (2.0 * b - 1.0).astype(np.float32)
             bits.append(b)
             integrals.append(integral_image(image))
+            pictures.append(image)
         family_maps.append(np.asarray(maps, dtype=np.float64).reshape(window, window, -1))
     bits = np.concatenate(bits)
     n_bits = bits.shape[1]
@@ -235,23 +247,177 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
             boxes[ks[ok]] = np.stack([u1, v1, u2, v2, np.full(len(ks), radius)], axis=1)[ok]
             bounds[ks[ok]] = np.stack([low, high], axis=1)[ok]
             found[ks[ok]] = True
-    for k in np.flatnonzero(~found):  # boxes that overlap blur the map: search around the best candidates
+    errors[~found] = len(bits)  # not explained yet
+    both = bits.any(axis=0) & ~bits.all(axis=0)
+    traced_bits = np.flatnonzero(~found & both)
+    if traced_bits.size and n_paths:  # thresholds the noise rarely crosses: trace the boxes along crafted paths
+        def windows(samples):
+            return np.stack([pictures[which[s]][ky[s] - reach:ky[s] + reach + 1, kx[s] - reach:kx[s] + reach + 1]
+                             for s in samples])
+        gen = np.random.default_rng(rng + 3)
+        ones = [windows(gen.choice(np.flatnonzero(bits[:, k]), n_paths)) for k in traced_bits]
+        zeros = [windows(gen.choice(np.flatnonzero(~bits[:, k]), n_paths)) for k in traced_bits]
+        pixels, straddles = trace_box_pixels(describe, traced_bits, ones, zeros, half=half, rng=rng + 4)
+        for n, k in enumerate(traced_bits):
+            traced = _boxes_through(pixels[n], straddles[n], sums, bits[:, k], half=half, max_radius=max_radius)
+            if traced is not None and traced[2] < errors[k]:
+                boxes[k], bounds[k], errors[k] = traced
+    for k in np.flatnonzero(errors):  # boxes that overlap blur the map: search around the best candidates
         starts = [_strip_candidate(family_maps[1][..., k], half - reach)]
         starts += [np.array([c[k] for c in candidates[slot][1:]] + [slot % n_radii]) for slot in order[:, k]]
-        fewest = None
         for start in starts:
             if start is None:
                 continue
             trial, cut, wrong = _refine(sums, bits[:, k], start, max_radius)
-            if fewest is None or wrong < fewest[2]:
-                fewest = trial, cut, wrong
+            if wrong < errors[k]:
+                boxes[k], bounds[k], errors[k] = trial, cut, wrong
             if wrong == 0:
                 break
-        boxes[k], bounds[k], errors[k] = fewest
     if max_unexplained is not None and np.count_nonzero(errors) > max_unexplained:
         missing = np.flatnonzero(errors)
         raise CalibrationError(f"no pair of boxes separates bit {int(missing[0])} ({missing.size} bits unexplained)")
     return boxes, bounds, errors
+
+
+def trace_box_pixels(describe, bits, ones, zeros, *, half=16, rng=0):
+    """Pixels of the boxes of ``bits``, found by bisecting paths between a window giving 1 and one giving 0.
+
+    Parameters
+    ----------
+    describe : callable
+        As in :func:`locate_box_tests` (unit scale, no rotation).
+    bits : sequence of int
+        The bits to trace.
+    ones, zeros : list of ndarray of uint8, shape (P, W, W)
+        Per bit, ``P`` windows centred on a keypoint (``W`` odd, wide enough
+        to hold the bit's boxes) for which the library gives bit 1, and ``P``
+        for which it gives 0.
+    half : int
+    rng : int
+
+    Returns
+    -------
+    pixels : list of ndarray of int64, shape (P, 3)
+        Per bit and path, ``(u, v, sign)``: patch pixel ``(u, v)`` lies in box
+        1 only (``sign`` 1) or in box 2 only (``sign`` -1).
+    straddles : list of ndarray of uint8, shape (P, 2, W, W)
+        Per bit and path, two windows one pixel apart giving bits 1 and 0.
+
+    Notes
+    -----
+    Path ``j`` copies the first ``j`` pixels (in a random order) of the
+    0-window into the 1-window. The sum difference ``S(B1) - S(B2)`` moves
+    only when a pixel of exactly one box changes, so where the bit first
+    flips along a bisection (1 at ``j``, 0 at ``j + 1``) pixel ``j`` lies in
+    one box only, and the sign of its change says which. All paths of all
+    bits run at once, one keypoint each on one canvas: ``log2(W^2)`` calls.
+
+    Examples
+    --------
+    One bit, ``I(17, 16) - I(19, 16) <= 0`` in patch pixels, traced from
+    black windows to windows with patch pixel ``(17, 16)`` raised:
+
+    >>> def describe(image, centers):
+    ...     x, y = centers[:, 0], centers[:, 1]
+    ...     return (image[y, x + 1].astype(int) - image[y, x + 3] <= 0)[:, None]
+    >>> ones, zeros = np.zeros((1, 2, 9, 9), np.uint8), np.zeros((1, 2, 9, 9), np.uint8)
+    >>> zeros[:, :, 4, 5] = 200  # the window's centre (4, 4) is patch pixel (16, 16)
+    >>> pixels, straddles = trace_box_pixels(describe, [0], ones, zeros)
+    >>> pixels[0].tolist(), straddles[0].shape
+    ([[17, 16, 1], [17, 16, 1]], (2, 2, 9, 9))
+    """
+    gen = np.random.default_rng(rng)
+    starts = np.concatenate([np.asarray(w, dtype=np.int64) for w in ones])
+    ends = np.concatenate([np.asarray(w, dtype=np.int64) for w in zeros])
+    owner = np.repeat(np.asarray(bits, dtype=np.int64), [len(w) for w in ones])
+    n_paths, width = starts.shape[0], starts.shape[1]
+    flat_starts, flat_ends = starts.reshape(n_paths, -1), ends.reshape(n_paths, -1)
+    orders = np.argsort(gen.random(flat_starts.shape) + (flat_starts == flat_ends), axis=1)  # changed pixels first
+    lo = np.zeros(n_paths, dtype=np.int64)
+    hi = np.count_nonzero(flat_starts != flat_ends, axis=1)
+    per_side = int(np.ceil(np.sqrt(n_paths)))
+    margin = int(np.ceil(1.75 * half)) + 2  # keypoints this far inside take the integer path
+    canvas = 2 * margin + per_side * width
+    slot = np.arange(n_paths)
+    top, left = margin + (slot // per_side) * width, margin + (slot % per_side) * width
+    centers = np.stack([left + width // 2, top + width // 2], axis=1)
+    rank = np.empty_like(orders)
+    np.put_along_axis(rank, orders, np.arange(orders.shape[1])[None, :], axis=1)
+
+    def windows(count):  # path windows after ``count`` changed pixels
+        return np.where(rank < count[:, None], flat_ends, flat_starts).reshape(n_paths, width, width)
+
+    while np.any(hi - lo > 1):
+        mid = (lo + hi) // 2
+        image = np.full((canvas, canvas), BASE, dtype=np.uint8)
+        for n, w in enumerate(windows(mid)):
+            image[top[n]:top[n] + width, left[n]:left[n] + width] = w
+        bit = np.asarray(describe(image, centers), dtype=bool)[slot, owner]
+        lo, hi = np.where(bit, mid, lo), np.where(bit, hi, mid)
+    flipped = orders[slot, lo]
+    change = np.sign(flat_ends[slot, flipped] - flat_starts[slot, flipped])
+    shift = half - width // 2
+    pixels = np.stack([flipped % width + shift, flipped // width + shift, change], axis=1)
+    straddles = np.stack([windows(lo), windows(lo + 1)], axis=1).astype(np.uint8)
+    counts = np.cumsum([len(w) for w in ones])[:-1]
+    return np.split(pixels, counts), np.split(straddles, counts)
+
+
+def _boxes_through(pixels, straddles, sums, bit, *, half, max_radius, limit=20000):
+    """Boxes ``(u1, v1, u2, v2, r)`` holding the traced pixels that err least on all samples, or None.
+
+    ``pixels`` and ``straddles`` come from :func:`trace_box_pixels` for one
+    bit, ``sums`` and ``bit`` are the calibration samples of
+    :func:`locate_box_tests`. Returns ``(boxes, bounds, errors)`` as
+    :func:`_refine` does, with the straddling windows counted as samples.
+    """
+    first, second = pixels[pixels[:, 2] > 0, :2], pixels[pixels[:, 2] < 0, :2]
+    if not len(first) or not len(second):
+        return None
+    width = straddles.shape[-1]
+    windows = straddles.reshape(-1, width, width)
+    window_bits = np.tile([True, False], len(straddles))
+    integrals = np.stack([integral_image(w) for w in windows])
+    shift = width // 2 - half
+
+    def window_sums(u, v, r):
+        x0, y0 = u - r + shift, v - r + shift
+        x1, y1 = x0 + 2 * r + 1, y0 + 2 * r + 1
+        return (integrals[:, y1, x1] - integrals[:, y0, x1] - integrals[:, y1, x0] + integrals[:, y0, x0])
+
+    def centres(points, r):  # box centres within r of every point, whose box stays in the window
+        low = np.maximum(points.max(axis=0) - r, r - shift)
+        high = np.minimum(points.min(axis=0) + r, width - 1 - r - shift)
+        if np.any(high < low):
+            return np.zeros((0, 2), dtype=np.int64)
+        grid = np.mgrid[low[0]:high[0] + 1, low[1]:high[1] + 1]
+        return grid.reshape(2, -1).T
+
+    def outside(points, c, r):  # (C,) no point within box c
+        return np.all(np.abs(points[None, :, :] - c[:, None, :]).max(axis=2) > r, axis=1)
+    best = None
+    for r in range(max_radius + 1):
+        c1, c2 = centres(first, r), centres(second, r)
+        c1, c2 = c1[outside(second, c1, r)], c2[outside(first, c2, r)]
+        if not len(c1) or not len(c2) or len(c1) * len(c2) > limit:
+            continue
+        i, j = (g.ravel() for g in np.meshgrid(np.arange(len(c1)), np.arange(len(c2))))
+        diff = window_sums(c1[i, 0], c1[i, 1], r) - window_sums(c2[j, 0], c2[j, 1], r)
+        keep = np.flatnonzero(np.where(window_bits[:, None], diff, -np.inf).max(axis=0)
+                              < np.where(window_bits[:, None], np.inf, diff).min(axis=0))
+        if not keep.size:
+            continue
+        full = (sums(c1[i[keep], 0], c1[i[keep], 1], r) - sums(c2[j[keep], 0], c2[j[keep], 1], r))
+        wrong = _errors(full, bit)
+        n = int(np.argmin(wrong))
+        if best is None or wrong[n] < best[2]:
+            samples = np.concatenate([full[:, n], diff[:, keep[n]]])
+            labels = np.concatenate([bit, window_bits])
+            big = np.int64(1) << 40
+            bounds = np.array([np.where(labels, samples, -big).max(), np.where(labels, big, samples).min()])
+            boxes = np.array([*c1[i[keep[n]]], *c2[j[keep[n]]], r], dtype=np.int64)
+            best = boxes, bounds, int(wrong[n])
+    return best
 
 
 def _strip_candidate(pixel_map, shift):
@@ -345,123 +511,3 @@ def _refine(sums, bit, start, max_radius, *, steps=6, subset=3000):
         cut = order[min(len(order) - 1, int(np.sum(bit)))]
         low, high = cut - 1, cut
     return current, np.array([low, high]), wrong
-
-
-def craft_patch(box1, box2, radius, target):
-    """Offsets from grey :data:`BASE` giving ``S(B1) - S(B2) == target`` and nothing else.
-
-    Parameters
-    ----------
-    box1, box2 : (int, int)
-        Centres ``(x, y)`` in a patch whose origin is the top-left of a
-        canvas wide enough to hold both boxes.
-    radius : int
-    target : int
-
-    Returns
-    -------
-    xs, ys : ndarray of int
-        Pixels changed.
-    deltas : ndarray of int
-        Their offsets from :data:`BASE`, in ``[-128, 127]``.
-    reached : int
-        The sum difference actually made (``target`` unless out of reach).
-
-    Examples
-    --------
-    >>> xs, ys, d, reached = craft_patch((2, 2), (6, 2), 1, 300)
-    >>> int(d.sum()), reached
-    (300, 300)
-    """
-    low = np.minimum(box1, box2) - radius
-    side = np.abs(np.subtract(box1, box2)) + 2 * radius + 1
-    yy, xx = np.mgrid[low[1]:low[1] + side[1], low[0]:low[0] + side[0]]
-    xx, yy = xx.ravel(), yy.ravel()
-
-    def inside(c):
-        return (np.abs(xx - c[0]) <= radius) & (np.abs(yy - c[1]) <= radius)
-    in1, in2 = inside(box1), inside(box2)
-    only1 = (xx[in1 & ~in2], yy[in1 & ~in2])
-    only2 = (xx[in2 & ~in1], yy[in2 & ~in1])
-    # the difference grows by raising B1 or lowering B2, and shrinks the other way
-    if target >= 0:
-        moves = ((only1, 1, 255 - BASE), (only2, -1, BASE))
-    else:
-        moves = ((only1, -1, BASE), (only2, 1, 255 - BASE))
-    remaining = abs(int(target))
-    xs, ys, deltas = [], [], []
-    for group, sign, room in moves:
-        if remaining == 0 or not len(group[0]):
-            continue
-        count = min(len(group[0]), -(-remaining // room))
-        amounts = np.full(count, room, dtype=np.int64)
-        amounts[-1] = min(room, remaining - room * (count - 1))
-        xs.append(group[0][:count].astype(np.int64))
-        ys.append(group[1][:count].astype(np.int64))
-        deltas.append(sign * amounts)
-        remaining -= int(amounts.sum())
-    reached = int(target) - int(np.sign(target)) * remaining
-    if not xs:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), reached
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(deltas), reached
-
-
-def bisect_thresholds(describe, boxes, low, high, *, scale, half=16, canvas=2048):
-    """Find ``T_k``, the largest sum difference that still gives bit 1, at one scale.
-
-    Parameters
-    ----------
-    describe : callable
-        ``describe(image_uint8, centers_xy (K, 2) int) -> bits (K, M) bool``
-        with the library scaled by ``scale`` (an integer), no rotation: a box
-        ``(u, v, r)`` of the normalised patch sits at ``(x + s u - s half,
-        y + s v - s half)`` with half-width ``s r``.
-    boxes : ndarray, shape (M, 5)
-        From :func:`locate_box_tests`.
-    low, high : ndarray of int, shape (M,)
-        Sum differences (at this scale) known to give bit 1 and bit 0.
-    scale : int
-    half : int
-    canvas : int
-        Side of the images the probes are drawn on.
-
-    Returns
-    -------
-    ndarray of int64, shape (M,)
-        ``T_k``; bits whose flip is out of reach keep the reachable bound.
-    """
-    boxes = np.asarray(boxes, dtype=np.int64)
-    low = np.array(low, dtype=np.int64)
-    high = np.array(high, dtype=np.int64)
-    s = int(scale)
-    reach = s * (2 * half + 2 * int(boxes[:, 4].max()) + 2)
-    border = int(np.ceil(1.75 * half * s)) + reach + 2
-    pitch = reach + 2
-    per_side = max(1, (canvas - 2 * border) // pitch)
-    while True:
-        open_bits = np.flatnonzero(high - low > 1)
-        if open_bits.size == 0:
-            return low
-        mids = (low + high) // 2
-        for start in range(0, open_bits.size, per_side * per_side):
-            chunk = open_bits[start:start + per_side * per_side]
-            image = np.full((canvas, canvas), BASE, dtype=np.int64)
-            slots = np.arange(len(chunk))
-            cx = border + (slots % per_side) * pitch + reach // 2
-            cy = border + (slots // per_side) * pitch + reach // 2
-            reached = np.empty(len(chunk), dtype=np.int64)
-            for n, k in enumerate(chunk):
-                u1, v1, u2, v2, r = boxes[k]
-                origin = np.array([cx[n] - s * half, cy[n] - s * half])
-                xs, ys, deltas, reached[n] = craft_patch(origin + s * np.array([u1, v1]),
-                                                         origin + s * np.array([u2, v2]), s * r, mids[k])
-                image[ys, xs] += deltas
-            out = np.asarray(describe(image.astype(np.uint8), np.stack([cx, cy], axis=1)), dtype=bool)
-            bit = out[slots, chunk]
-            low[chunk] = np.where(bit, reached, low[chunk])
-            high[chunk] = np.where(bit, high[chunk], reached)
-            # a target out of reach (no uint8 patch makes it) whose bit did not flip: the flip
-            # lies beyond what any image can show, so the bound reached settles the bit
-            closed = (reached != mids[chunk]) & (bit == (mids[chunk] > 0))
-            high[chunk[closed & bit]] = low[chunk[closed & bit]] + 1
-            low[chunk[closed & ~bit]] = high[chunk[closed & ~bit]] - 1

@@ -1,4 +1,4 @@
-"""BEBLID (OpenCV contrib) against our model, calibrated once per test session."""
+"""BEBLID and TEBLID (OpenCV contrib) against our models, calibrated once (cached by OpenCV version)."""
 
 import numpy as np
 import pytest
@@ -29,6 +29,18 @@ def test_beblid_model_is_bit_exact_inside_at_the_border_and_turned(model, image)
     result = model.run_library(image, keypoints)
     assert len(result.keypoints) == n + 3  # BEBLID drops no keypoint, border ones included
     assert model.near_border(result.keypoints, image.shape)[-3:].all()
+    assert np.mean(model.model_bits(image, result.keypoints) == result.bits) > 0.999
+
+
+def test_teblid_model_is_bit_exact_with_its_large_real_thresholds(image):
+    model = get_model("teblid", n_bits=256)
+    thresholds = model.table[1]
+    assert np.abs(thresholds).max() > 90  # the bits whose boxes noise calibration alone misses
+    gen = np.random.default_rng(1)
+    n = 60
+    keypoints = Keypoints(gen.uniform(60, 196, n), gen.uniform(60, 196, n), gen.uniform(20, 80, n),
+                          np.concatenate([gen.uniform(0, 360, n - 10), [-1.0] * 10]))
+    result = model.run_library(image, keypoints)
     assert np.mean(model.model_bits(image, result.keypoints) == result.bits) > 0.999
 
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbdviewer.box_tests import bisect_thresholds, box_sums, integral_image, locate_box_tests
+from lbdviewer.box_tests import box_sums, integral_image, locate_box_tests
+from lbdviewer.box_thresholds import threshold_intervals
 from lbdviewer.calibration import cache_key, cached_arrays
 from lbdviewer.features import Keypoints
 from lbdviewer.library_models import KeypointPattern, LibraryModel, gray_uint8, opencv_describe
@@ -39,7 +40,11 @@ HALF = PATCH // 2
 BORDER_RATIO = 1.75
 #: Scales at which thresholds are bisected: the largest fixes ``theta`` to ~1/(8 r + 1)^2.
 PROBE_SCALES = (1, 4)
+#: Scale at which thresholds of half-width-1 boxes are bisected again: ``theta`` to 1/289 (see ``threshold_intervals``).
+FINE_SCALE = 8
 SIZES = (256, 512)
+#: Part of the cache key: bumped whenever calibration changes the tables it recovers.
+CALIBRATION_VERSION = "v2"
 FLAVOURS = ("beblid", "teblid")
 
 
@@ -112,24 +117,12 @@ def weak_learners(flavour, n_bits):
 
     def compute():
         boxes, bounds, errors = locate_box_tests(describe_at(1), half=HALF)
-        radius = boxes[:, 4]
-        low, high = bounds[:, 0].astype(np.float64), bounds[:, 1].astype(np.float64)
-        theta_low, theta_high = np.full(n_bits, -np.inf), np.full(n_bits, np.inf)
-        for scale in PROBE_SCALES:
-            area = (2 * scale * radius + 1) ** 2
-            # what is known of theta so far, as sum differences at this scale
-            lo = np.where(np.isfinite(theta_low), np.floor(theta_low * area), low)
-            hi = np.where(np.isfinite(theta_high), np.ceil(theta_high * area), high)
-            if scale == 1:
-                lo, hi = low, high
-            cut = bisect_thresholds(describe_at(scale), boxes, lo.astype(np.int64), hi.astype(np.int64),
-                                    scale=scale, half=HALF)
-            theta_low = np.maximum(theta_low, cut / area)
-            theta_high = np.minimum(theta_high, (cut + 1) / area)
+        theta_low, theta_high = threshold_intervals(describe_at, boxes, bounds, scales=PROBE_SCALES,
+                                                    fine_scale=FINE_SCALE, half=HALF)
         return {"boxes": boxes, "thresholds": simplest_in(theta_low, theta_high),
                 "theta_low": theta_low, "theta_high": theta_high, "calibration_errors": errors}
 
-    key = cache_key(flavour, cv2.__version__, ("bits", n_bits))
+    key = cache_key(flavour, cv2.__version__, ("bits", n_bits), CALIBRATION_VERSION)
     table = cached_arrays(key, compute)
     return table["boxes"].astype(np.int64), table["thresholds"].astype(np.float64)
 
