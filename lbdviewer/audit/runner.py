@@ -44,6 +44,8 @@ from lbdviewer.audit.tasks import (COLUMNS, FEATURE_SUFFIX, FROM_FILE, IMAGE_SUF
 from lbdviewer.io import atomic_write
 
 RESULTS = "results.csv"
+#: Imported once by the fork server, so each worker process starts with them loaded.
+PRELOAD = ["lbdviewer.audit.tasks", "lbdviewer.inversion", "lbdviewer.commands.extract", "lbdviewer.metrics"]
 THUMBS = "thumbs"
 #: What a row says when the process running its task died twice.
 DIED = "error: the worker process died on this input (a crash, or killed for its memory)"
@@ -259,7 +261,7 @@ def _on_local_pool(tasks, workers):
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["lbdviewer.audit.tasks"])
+    context.set_forkserver_preload(PRELOAD)
     queue, suspects = list(reversed(tasks)), []
     while queue:
         pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context)

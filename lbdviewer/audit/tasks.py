@@ -20,6 +20,9 @@ SSIM after the best gain/offset fit, and, when ``tesseract`` is installed,
 the text OCR reads from the reconstruction and from the original with their
 similarity (:func:`text_similarity`).
 
+An image in which the detector finds no keypoint is an ``ok`` row with 0
+keypoints and 0 coverage: its descriptors give nothing away.
+
 Anything that goes wrong inside a task (an unreadable or hostile file, a
 solver error, the time limit) becomes the row's ``status``,
 ``"error: <message>"``; :func:`run_task` never raises for a bad input.
@@ -195,7 +198,15 @@ def _audit(task, row, thumbnails, started):
     else:
         from lbdviewer.commands.extract import extract_features
 
+        from lbdviewer.library_models import get_model
+
         original = load_image(task.input)
+        if not len(get_model(task.descriptor).detect(original, n_keypoints=task.keypoints)):
+            # Nothing to describe, so nothing leaks (extract_features cannot build an empty set yet).
+            row.update(keypoints=0, coverage=0.0)
+            thumbnails["original"] = _thumbnail_png(original)
+            thumbnails["reconstruction"] = _thumbnail_png(np.zeros_like(original))
+            return
         features = extract_features(original, task.descriptor, n_keypoints=task.keypoints)
     row["keypoints"] = len(features.keypoints)
     result = _invert(features, task, started)
