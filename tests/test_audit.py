@@ -1,7 +1,10 @@
 """``lbdviewer audit``: tasks, the local pool, a Dask cluster, resumption and the report."""
 
 import csv
+import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -214,3 +217,36 @@ def test_report_round_trips_through_csv_and_parquet(tmp_path):
     pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
     table = pyarrow_parquet.read_table(tmp_path / "results.parquet")
     assert table.column_names == list(COLUMNS) and table.column("keypoints").to_pylist() == [7]
+
+
+def test_audit_and_its_report_load_no_qt(tmp_path):
+    code = f"""
+import json, sys
+from lbdviewer.audit import ResultsLog, write_report
+ResultsLog({str(tmp_path)!r}).close()
+write_report({str(tmp_path)!r})
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'PyQt5', 'PySide6', 'qtpy'))))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    assert (tmp_path / "index.html").is_file()
+
+
+def _dies_on_crash_inputs(task):
+    """A task function whose process dies on inputs named crash*: a segfault or the OOM killer, simulated."""
+    import os
+
+    if os.path.basename(task.input).startswith("crash"):
+        os._exit(9)
+    return {**dict.fromkeys(COLUMNS), "input": task.input, "descriptor": task.descriptor, "status": "ok",
+            "worker": f"local:{os.getpid()}"}, {}
+
+
+def test_a_task_that_kills_its_process_is_an_error_row_and_the_others_finish():
+    from lbdviewer.audit.runner import DIED, _on_local_pool
+
+    names = ["a.png", "crash.png", "b.png", "c.png", "d.png", "e.png"]
+    tasks = [AuditTask(f"/in/{name}", "orb") for name in names]
+    results = {row["input"]: row["status"] for row, _ in _on_local_pool(tasks, 2, function=_dies_on_crash_inputs)}
+    assert sorted(results) == sorted(task.input for task in tasks)
+    assert results.pop("/in/crash.png") == DIED and set(results.values()) == {"ok"}

@@ -256,8 +256,12 @@ def _error_row(task, status):
     return row, {}
 
 
-def _on_local_pool(tasks, workers):
-    """``(row, thumbnails)`` of every task from a local process pool, in completion order."""
+def _on_local_pool(tasks, workers, function=run_task):
+    """``function(task)`` (default :func:`~lbdviewer.audit.tasks.run_task`) of every task in a local process pool.
+
+    Yields the ``(row, thumbnails)`` results in completion order; a task whose
+    process dies twice (see the module notes) yields an error row.
+    """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     context = multiprocessing.get_context("forkserver")
@@ -270,7 +274,7 @@ def _on_local_pool(tasks, workers):
             while queue or running:
                 while queue and len(running) < workers:
                     task = queue.pop()
-                    running[pool.submit(run_task, task)] = task
+                    running[pool.submit(function, task)] = task
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 broken = False
                 for future in finished:
@@ -293,7 +297,7 @@ def _on_local_pool(tasks, workers):
     for task in suspects:  # each alone: only the input that kills its process fails
         with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
             try:
-                yield pool.submit(run_task, task).result()
+                yield pool.submit(function, task).result()
             except BrokenProcessPool:
                 yield _error_row(task, DIED)
 
