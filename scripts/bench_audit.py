@@ -24,6 +24,7 @@ engines of one run, not numbers of different runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -82,6 +83,7 @@ def main(argv=None):
     for name, (seconds, rows, failed) in results.items():
         median = sorted(row["seconds"] for row in rows)[len(rows) // 2]
         print(f"{name:10} {seconds:8.1f} {60 * len(rows) / seconds:11.1f} {median:14.1f} {len(failed):7d}")
+    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
     base = results["local x1"][0]
     print(f"speed-up over one worker: local x2 {base / results['local x2'][0]:.2f}, "
           f"dask x2 {base / results['dask x2'][0]:.2f}")

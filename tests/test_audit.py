@@ -58,17 +58,24 @@ def _check_five_rows(rows):
             assert -1 <= float(row["correlation"]) <= 1 and -1 <= float(row["rank_correlation"]) <= 1
 
 
-def test_dask_cluster_audits_five_inputs_and_resumes(inputs, tmp_path):
+@pytest.fixture(scope="module")
+def dask_client():
+    """A Dask cluster of two workers, in this process (worker processes would each load numba's kernels again)."""
     distributed = pytest.importorskip("distributed")
-    report = tmp_path / "report"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        addresses = set(client.scheduler_info()["workers"])
-        new = list(iter_audit(_tasks(inputs), report, scheduler=client))
-        assert len(new) == 5
-        _check_five_rows(_csv_rows(report))
-        assert {row["worker"] for row in new} <= addresses
-        assert list(iter_audit(_tasks(inputs), report, scheduler=client)) == []
+        yield client
+
+
+def test_dask_cluster_audits_five_inputs_and_resumes(inputs, tmp_path, dask_client):
+    report = tmp_path / "report"
+    addresses = set(dask_client.scheduler_info()["workers"])
+    assert len(addresses) == 2
+    new = list(iter_audit(_tasks(inputs), report, scheduler=dask_client))
+    assert len(new) == 5
+    _check_five_rows(_csv_rows(report))
+    assert {row["worker"] for row in new} <= addresses
+    assert list(iter_audit(_tasks(inputs), report, scheduler=dask_client)) == []
     assert len(_csv_rows(report)) == 5
     index = write_report(report)
     assert index.name == "index.html" and "broken.png" in index.read_text()
@@ -92,7 +99,7 @@ def test_local_pool_through_the_command_line(inputs, tmp_path, capsys):
     assert "0 new rows" in capsys.readouterr().out and len(_csv_rows(report)) == 5
 
 
-def test_resumes_after_a_partial_results_file(inputs, tmp_path):
+def test_resumes_after_a_partial_results_file(inputs, tmp_path, dask_client):
     """Two finished rows and a row cut short by a crash: the run adds the three missing rows, once each."""
     tasks = _tasks(inputs)
     report = tmp_path / "report"
@@ -102,7 +109,7 @@ def test_resumes_after_a_partial_results_file(inputs, tmp_path):
     first = (report / RESULTS).read_text()
     with open(report / RESULTS, "a") as file:
         file.write(f"{tasks[2].input},orb,ok,12,0.5")  # no newline: the crash came mid-row
-    new = list(iter_audit(tasks, report, workers=1))
+    new = list(iter_audit(tasks, report, scheduler=dask_client))
     assert sorted(row["input"] for row in new) == sorted(task.input for task in tasks[2:])
     text = (report / RESULTS).read_text()
     assert text.startswith(first) and ",0.5\n" not in text
@@ -205,12 +212,14 @@ def test_report_orders_worst_leak_first_and_escapes_text(tmp_path):
 
 
 def test_report_round_trips_through_csv_and_parquet(tmp_path):
-    rows = [{**dict.fromkeys(COLUMNS), "input": "/x/a,\"b\".png", "descriptor": "orb", "status": "ok",
+    rows = [{**dict.fromkeys(COLUMNS), "input": "/x/a,\"b\"\n.png", "descriptor": "orb", "status": "ok",
              "keypoints": 7, "correlation": 0.25, "ocr_original": "line one\nline two", "seconds": float("nan")}]
     with ResultsLog(tmp_path) as log:
         log.append(rows[0])
     [back] = read_results(tmp_path)
-    assert back["input"] == "/x/a,\"b\".png" and back["keypoints"] == 7 and back["correlation"] == 0.25
+    assert back["input"] == "/x/a,\"b\"\n.png" and back["keypoints"] == 7 and back["correlation"] == 0.25
+    with ResultsLog(tmp_path) as log:
+        assert log.done == {("/x/a,\"b\"\n.png", "orb")}
     assert back["ocr_original"] == "line one line two" and back["seconds"] is None and back["ssim"] is None
     index = write_report(tmp_path)
     assert index.is_file()

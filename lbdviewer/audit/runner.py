@@ -35,6 +35,7 @@ import hashlib
 import io
 import multiprocessing
 import os
+import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -171,7 +172,8 @@ class ResultsLog:
             (self.folder / THUMBS).mkdir(exist_ok=True)
             atomic_write(self.folder / name, png)
             row[f"thumbnail_{kind}"] = name
-        os.write(self._fd, _csv_line([_cell(row.get(column)) for column in COLUMNS]).encode("utf-8"))
+        cells = [row["input"]] + [_cell(row.get(column)) for column in COLUMNS[1:]]  # the input exactly: it is the key
+        os.write(self._fd, _csv_line(cells).encode("utf-8"))
         os.fsync(self._fd)
         self.done.add(row_key(row))
         return row
@@ -268,7 +270,8 @@ def _on_local_pool(tasks, workers, function=run_task):
     context.set_forkserver_preload(PRELOAD)
     queue, suspects = list(reversed(tasks)), []
     while queue:
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context)
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context,
+                                   initializer=_ignore_interrupts)
         running = {}
         try:
             while queue or running:
@@ -291,15 +294,29 @@ def _on_local_pool(tasks, workers, function=run_task):
                     running = {}
                     break
         finally:
-            for future in running:
-                future.cancel()
+            if running:  # interrupted: stop the tasks still running, do not wait for them
+                _terminate(pool)
             pool.shutdown(wait=not running, cancel_futures=True)
     for task in suspects:  # each alone: only the input that kills its process fails
-        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_ignore_interrupts) as pool:
             try:
                 yield pool.submit(function, task).result()
             except BrokenProcessPool:
                 yield _error_row(task, DIED)
+
+
+def _ignore_interrupts():
+    """Worker processes leave Ctrl-C to the parent, which stops them (no traceback from each worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _terminate(pool):
+    """Stop the pool's worker processes now (``terminate_workers`` from Python 3.14 on)."""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _on_dask(tasks, scheduler):

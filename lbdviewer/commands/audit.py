@@ -13,8 +13,6 @@ the report. Tasks run in a local process pool, or on a Dask cluster with
 
 from __future__ import annotations
 
-import sys
-
 from lbdviewer.features import DESCRIPTORS
 from lbdviewer.inversion import MODES
 
@@ -63,7 +61,7 @@ def _check(args):
 
 
 def run(args):
-    from lbdviewer.audit import collect_inputs, default_workers, iter_audit, plan_tasks, write_report
+    from lbdviewer.audit import ResultsLog, collect_inputs, default_workers, iter_audit, plan_tasks, write_report
 
     _check(args)
     descriptors = _descriptors(args.descriptor)
@@ -74,19 +72,22 @@ def run(args):
     tasks = plan_tasks(collect_inputs(args.inputs), descriptors, keypoints=args.keypoints, mode=args.mode,
                        iterations=args.iterations, limit_seconds=args.limit_seconds, ocr=not args.no_ocr,
                        threads=threads)
+    with ResultsLog(args.output) as log:
+        pending = sum(task.key not in log.done for task in tasks)
     where = args.scheduler or f"{workers} local processes"
-    print(f"{args.output}: {len(tasks)} tasks on {where}", flush=True)
+    print(f"{args.output}: {pending} of {len(tasks)} tasks to run on {where}", flush=True)
     done = failed = 0
     try:
         for row in iter_audit(tasks, args.output, workers=workers, scheduler=args.scheduler):
             done += 1
             failed += row["status"] != "ok"
-            quality = (f"correlation {row['correlation']:.3f}" if row["correlation"] is not None
-                       else row["status"])
-            print(f"[{done}] {row['input']} {row['descriptor']}: {quality} ({row['seconds']:.1f} s, "
+            quality = row["status"]
+            if row["status"] == "ok":
+                quality = f"{row['keypoints']} keypoints" + (f", correlation {row['correlation']:.3f}"
+                                                             if row["correlation"] is not None else "")
+            print(f"[{done}/{pending}] {row['input']} {row['descriptor']}: {quality} ({row['seconds']:.1f} s, "
                   f"{row['worker']})", flush=True)
     finally:
         report = write_report(args.output)
-    skipped = len(tasks) - done
-    print(f"{report}: {done} new rows ({failed} errors), {skipped} already done", file=sys.stdout)
+    print(f"{report}: {done} new rows ({failed} errors), {len(tasks) - pending} already done")
     return 0
