@@ -309,6 +309,10 @@ def render_html(rows, *, title="Privacy audit"):
     ok, failed = leak_order(rows), [row for row in rows if not is_ok(row)]
     inputs = len({row["input"] for row in rows})
     generated = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    modes = ", ".join(sorted({str(row["mode"]) for row in rows if row.get("mode")})) or "–"
+    worst = max((row["correlation"] for row in ok if row["correlation"] is not None), default=None)
+    with_text = sum(map(has_text, ok))
+    legible = sum(map(is_legible, ok))
     parts = [f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -319,7 +323,15 @@ def render_html(rows, *, title="Privacy audit"):
 the descriptors alone. Correlation, rank correlation and SSIM compare the rebuilt image with the original over the
 pixels the keypoints cover; OCR checks whether text can be read back.</p>
 <p class="meta">{len(rows)} rows · {inputs} inputs · {len(summary)} descriptors · {len(failed)} errors ·
-generated {_e(generated)}</p></header>
+mode {_e(modes)} · generated {_e(generated)}</p></header>
+<section class="cards">
+<div class="card"><div class="value">{inputs}</div><div class="label">inputs audited</div></div>
+<div class="card accent"><div class="value">{_number(worst)}</div><div class="label">highest correlation
+(worst leak)</div></div>
+<div class="card accent"><div class="value">{legible} <small>of {with_text}</small></div>
+<div class="label">rows whose text OCR reads back</div></div>
+<div class="card"><div class="value">{len(failed)}</div><div class="label">rows that failed</div></div>
+</section>
 <section><h2>Per descriptor</h2><table class="summary"><thead><tr><th>descriptor</th><th>ok / rows</th>
 <th>median correlation</th><th>median rank corr.</th><th>median SSIM</th><th>median keypoints</th>
 <th>legible text</th><th>median seconds</th></tr></thead><tbody>"""]
@@ -393,6 +405,13 @@ tr:last-child td { border-bottom: 0; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 11px; font-weight: 600; }
 .badge.leak { background: #fde8dc; color: var(--accent); }
 .status { color: #b91c1c; font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
+.cards { display: flex; gap: 16px; margin-top: 20px; flex-wrap: wrap; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 14px 20px; min-width: 190px;
+        box-shadow: 0 1px 2px rgba(31, 41, 51, 0.06); }
+.card .value { font-size: 28px; font-weight: 700; font-variant-numeric: tabular-nums; }
+.card .value small { font-size: 14px; font-weight: 400; color: var(--muted); }
+.card.accent .value { color: var(--accent); }
+.card .label { color: var(--muted); font-size: 12px; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 a { color: #0b5cad; }
 """
