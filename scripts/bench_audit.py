@@ -14,6 +14,10 @@ solver thread per task:
   thread each (what ``dask scheduler`` and two ``dask worker --nthreads 1``
   on this machine give), the same tasks through ``Client.map``.
 
+Before them, every task runs once in this process, one at a time, and its
+CPU time is measured (``time.process_time``): the cost of an image whatever
+else the machine is doing, hence what one free core would deliver.
+
 The time runs from the first task submitted to the last row written, so it
 includes starting the local pool's processes and each worker's first-call
 costs (imports, loading numba's cached kernels); the Dask cluster is started
@@ -30,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lbdviewer.audit import collect_inputs, iter_audit, plan_tasks
+from lbdviewer.audit import collect_inputs, iter_audit, plan_tasks, run_task
 from lbdviewer.io import sample_image, save_png
 
 ORIGINS = ((0, 0), (256, 256), (128, 0), (0, 256))
@@ -71,6 +75,12 @@ def main(argv=None):
         (folder / "inputs").mkdir()
         inputs = make_inputs(folder / "inputs", args.images, args.side)
         tasks = plan_tasks(inputs, [args.descriptor], iterations=args.iterations, ocr=not args.no_ocr, threads=1)
+        run_task(tasks[0])  # loads the kernels: not counted
+        cpu = []
+        for task in tasks:  # one at a time in this process: CPU seconds an image costs, whatever the load
+            started = time.process_time()
+            row, _ = run_task(task)
+            cpu.append(time.process_time() - started)
         results = {}
         results["local x2"] = timed(tasks, folder / "local2", workers=2)
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -84,6 +94,9 @@ def main(argv=None):
         median = sorted(row["seconds"] for row in rows)[len(rows) // 2]
         print(f"{name:10} {seconds:8.1f} {60 * len(rows) / seconds:11.1f} {median:14.1f} {len(failed):7d}")
     print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
+    cpu_median = sorted(cpu)[len(cpu) // 2]
+    print(f"CPU seconds per image (serial, in-process, kernels loaded): median {cpu_median:.1f}, "
+          f"total {sum(cpu):.1f}: one free core would do {60 * len(cpu) / sum(cpu):.1f} images/min")
     base = results["local x1"][0]
     print(f"speed-up over one worker: local x2 {base / results['local x2'][0]:.2f}, "
           f"dask x2 {base / results['dask x2'][0]:.2f}")

@@ -93,7 +93,8 @@ def test_local_pool_through_the_command_line(inputs, tmp_path, capsys):
     assert (report / "index.html").is_file() and (report / "correlation_by_descriptor.svg").is_file()
     for row in rows:
         if row["status"] == "ok":
-            assert (report / row["thumbnail_original"]).is_file() and (report / row["thumbnail_reconstruction"]).is_file()
+            assert (report / row["thumbnail_original"]).is_file()
+            assert (report / row["thumbnail_reconstruction"]).is_file()
     capsys.readouterr()
     assert main(argv) == 0
     assert "0 new rows" in capsys.readouterr().out and len(_csv_rows(report)) == 5
