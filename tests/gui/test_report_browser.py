@@ -86,3 +86,16 @@ def test_dialog_opens_a_chosen_folder(qtbot, report, monkeypatch):
     assert dialog.browser.table.rowCount() == 4
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *args: ""))
     assert dialog.choose_folder() is False and dialog.browser.table.rowCount() == 4
+
+
+def test_open_report_browser_shows_a_dialog_or_nothing_when_cancelled(qtbot, report, monkeypatch):
+    from PyQt6.QtWidgets import QFileDialog
+
+    from lbdviewer.gui.report_browser import open_report_browser
+
+    dialog = open_report_browser(folder=report)
+    qtbot.addWidget(dialog)
+    assert dialog.isVisible() and dialog.browser.table.rowCount() == 4
+    dialog.close()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *args: ""))
+    assert open_report_browser() is None
