@@ -48,6 +48,8 @@ RESULTS = "results.csv"
 #: Imported once by the fork server, so each worker process starts with them loaded.
 PRELOAD = ["lbdviewer.audit.tasks", "lbdviewer.inversion", "lbdviewer.commands.extract", "lbdviewer.metrics"]
 THUMBS = "thumbs"
+#: Seconds to wait for a Dask scheduler to answer.
+CONNECT_TIMEOUT = 15
 #: What a row says when the process running its task died twice.
 DIED = "error: the worker process died on this input (a crash, or killed for its memory)"
 
@@ -323,7 +325,7 @@ def _on_dask(tasks, scheduler):
     """``(row, thumbnails)`` of every task from a Dask cluster, in completion order."""
     from distributed import Client, as_completed
 
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout=CONNECT_TIMEOUT)
     futures = client.map(run_task, tasks, pure=False)
     by_key = {future.key: task for future, task in zip(futures, tasks)}
     try:
