@@ -40,7 +40,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
+import numba
 import numpy as np
+from scipy.stats import rankdata
+
+from lbdviewer.commands.extract import extract_features
+from lbdviewer.features import load_features
+from lbdviewer.figures import stretch
+from lbdviewer.inversion import iter_invert_features
+from lbdviewer.io import load_image, save_png, to_uint8
+from lbdviewer.library_models import get_model
+from lbdviewer.metrics import correlation, ssim
 
 #: Suffixes read as images (anything else named explicitly is tried as an image too).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
@@ -167,8 +178,6 @@ def run_task(task):
     thumbnails = {}
     try:
         if task.threads is not None:
-            import numba
-
             numba.set_num_threads(max(1, min(int(task.threads), numba.config.NUMBA_NUM_THREADS)))
         _audit(task, row, thumbnails, started)
         row["status"] = "ok"
@@ -184,9 +193,6 @@ def run_task(task):
 
 
 def _audit(task, row, thumbnails, started):
-    from lbdviewer.features import load_features
-    from lbdviewer.io import load_image
-
     if is_feature_file(task.input):
         features = load_features(task.input)
         row["descriptor"] = features.descriptor
@@ -196,10 +202,6 @@ def _audit(task, row, thumbnails, started):
             raise ValueError(f"reference image {reference_path!r} has shape {original.shape}, the features "
                              f"describe {features.image_shape}")
     else:
-        from lbdviewer.commands.extract import extract_features
-
-        from lbdviewer.library_models import get_model
-
         original = load_image(task.input)
         if not len(get_model(task.descriptor).detect(original, n_keypoints=task.keypoints)):
             # Nothing to describe, so nothing leaks (extract_features cannot build an empty set yet).
@@ -210,6 +212,7 @@ def _audit(task, row, thumbnails, started):
         features = extract_features(original, task.descriptor, n_keypoints=task.keypoints)
     row["keypoints"] = len(features.keypoints)
     result = _invert(features, task, started)
+    row["iterations"] = result.iterations
     covered = result.covered
     row["coverage"] = float(covered.mean())
     reconstruction = _display(result.image, covered)
@@ -225,8 +228,6 @@ def _audit(task, row, thumbnails, started):
 
 
 def _invert(features, task, started):
-    from lbdviewer.inversion import iter_invert_features
-
     for progress in iter_invert_features(features, mode=task.mode, iterations=task.iterations):
         if progress.result is not None:
             return progress.result
@@ -236,14 +237,10 @@ def _invert(features, task, started):
 
 
 def _display(image, covered):
-    from lbdviewer.figures import stretch
-
     return stretch(image, mask=covered)
 
 
 def _compare(original, estimate, covered, row):
-    from lbdviewer.metrics import correlation, ssim
-
     row["correlation"] = correlation(original, estimate, mask=covered)
     row["rank_correlation"] = rank_correlation(original, estimate, mask=covered)
     if min(original.shape) >= 7:
@@ -266,10 +263,6 @@ def rank_correlation(reference, estimate, *, mask=None):
     >>> round(rank_correlation([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 8.0, 27.0]), 12)
     1.0
     """
-    from scipy.stats import rankdata
-
-    from lbdviewer.metrics import correlation
-
     reference = np.asarray(reference, dtype=np.float64)
     estimate = np.asarray(estimate, dtype=np.float64)
     mask = np.ones(reference.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
@@ -290,10 +283,6 @@ def reference_beside(path):
 
 
 def _thumbnail_png(image):
-    import cv2
-
-    from lbdviewer.io import to_uint8
-
     pixels = to_uint8(image)
     scale = THUMBNAIL_SIDE / max(pixels.shape)
     if scale < 1.0:
@@ -343,8 +332,6 @@ def ocr_text(image, *, psm=6):
     RuntimeError
         If tesseract fails or runs past :data:`OCR_TIMEOUT` seconds.
     """
-    from lbdviewer.io import save_png
-
     with tempfile.TemporaryDirectory(prefix="lbdviewer-ocr-") as folder:
         path = save_png(Path(folder) / "page.png", image)
         try:
