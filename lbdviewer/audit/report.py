@@ -321,7 +321,9 @@ def render_html(rows, *, title="Privacy audit"):
 <header><h1>{_e(title)}</h1>
 <p class="lede">What the descriptors give away: each input was described, the image forgotten, and rebuilt from
 the descriptors alone. Correlation, rank correlation and SSIM compare the rebuilt image with the original over the
-pixels the keypoints cover; OCR checks whether text can be read back.</p>
+pixels the keypoints cover; OCR checks whether text can be read back from the reconstruction as an
+eavesdropper sees it (stretched without the original). Thumbnails show each reconstruction on its original's scale
+(gain and offset fitted over the covered pixels); black: pixels no keypoint covers.</p>
 <p class="meta">{len(rows)} rows · {inputs} inputs · {len(summary)} descriptors · {len(failed)} errors ·
 mode {_e(modes)} · generated {_e(generated)}</p></header>
 <section class="cards">

@@ -18,7 +18,10 @@ Pearson correlation of the pixel ranks: invariant to any increasing
 brightness map, the natural measure for bits that fix only orderings),
 SSIM after the best gain/offset fit, and, when ``tesseract`` is installed,
 the text OCR reads from the reconstruction and from the original with their
-similarity (:func:`text_similarity`).
+similarity (:func:`text_similarity`). OCR reads the reconstruction as an
+eavesdropper would see it, stretched without the original (0.5-99.5
+percentiles, :func:`lbdviewer.display.display_stretch`); the thumbnail shows
+it beside the original on the original's scale (gain and offset fitted).
 
 An image in which the detector finds no keypoint is an ``ok`` row with 0
 keypoints and 0 coverage: its descriptors give nothing away.
@@ -47,7 +50,7 @@ from scipy.stats import rankdata
 
 from lbdviewer.commands.extract import extract_features
 from lbdviewer.features import load_features
-from lbdviewer.figures import stretch
+from lbdviewer.display import display_stretch
 from lbdviewer.inversion import iter_invert_features
 from lbdviewer.io import load_image, save_png, to_uint8
 from lbdviewer.library_models import get_model
@@ -215,15 +218,18 @@ def _audit(task, row, thumbnails, started):
     row["iterations"] = result.iterations
     covered = result.covered
     row["coverage"] = float(covered.mean())
-    reconstruction = _display(result.image, covered)
-    thumbnails["reconstruction"] = _thumbnail_png(reconstruction)
+    # What an eavesdropper sees (no original to calibrate against): OCR reads this.
+    seen = display_stretch(result.image, mask=covered).image
+    # Beside the original, on its scale (the one display rule of lbdviewer.display).
+    shown = display_stretch(result.image, mask=covered, reference=original).image
+    thumbnails["reconstruction"] = _thumbnail_png(shown)
     if original is not None:
         thumbnails["original"] = _thumbnail_png(original)
         if covered.sum() >= 2:
             _compare(original, result.image, covered, row)
     if task.ocr and original is not None and shutil.which("tesseract"):
         row["ocr_original"] = ocr_text(original)
-        row["ocr_reconstruction"] = ocr_text(reconstruction)
+        row["ocr_reconstruction"] = ocr_text(seen)
         row["ocr_similarity"] = text_similarity(row["ocr_original"], row["ocr_reconstruction"])
 
 
@@ -234,10 +240,6 @@ def _invert(features, task, started):
         if task.limit_seconds is not None and time.perf_counter() - started > task.limit_seconds:
             raise TimeLimit(f"time limit of {task.limit_seconds:g} s reached (--limit-seconds)")
     raise AssertionError("iter_invert_features ended without a result")
-
-
-def _display(image, covered):
-    return stretch(image, mask=covered)
 
 
 def _compare(original, estimate, covered, row):
