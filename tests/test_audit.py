@@ -13,7 +13,7 @@ from lbdviewer.audit import (COLUMNS, AuditTask, ResultsLog, collect_inputs, ite
                              run_task, write_report)
 from lbdviewer.audit.report import leak_order, render_html, summarise
 from lbdviewer.audit.runner import RESULTS
-from lbdviewer.audit.tasks import rank_correlation, reference_beside, text_similarity
+from lbdviewer.audit.tasks import reference_beside, text_similarity
 from lbdviewer.cli import main
 from lbdviewer.commands.extract import extract_features
 from lbdviewer.features import Keypoints, save_features
@@ -167,17 +167,6 @@ def test_collect_inputs_globs_and_refusals(inputs):
     assert names == ["camera.png", "shapes.png"]
     with pytest.raises(ValueError, match="matches no file"):
         collect_inputs([inputs / "zz*.png"])
-
-
-def test_rank_correlation_is_invariant_to_increasing_maps():
-    rng = np.random.default_rng(0)
-    reference, estimate = rng.random((20, 20)), rng.random((20, 20))
-    mask = rng.random((20, 20)) > 0.3
-    value = rank_correlation(reference, estimate, mask=mask)
-    assert rank_correlation(np.exp(3 * reference), estimate ** 3, mask=mask) == pytest.approx(value, abs=1e-12)
-    assert rank_correlation(reference, -reference, mask=mask) == pytest.approx(-1.0)
-    scipy_stats = pytest.importorskip("scipy.stats")
-    assert value == pytest.approx(scipy_stats.spearmanr(reference[mask], estimate[mask]).statistic)
 
 
 def test_text_similarity():

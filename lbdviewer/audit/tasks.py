@@ -13,8 +13,8 @@ and compares the reconstruction with the image. For a **feature file**
 beside it (same stem, an image suffix), if there is one.
 
 Every metric is computed over the pixels some keypoint's patch covers:
-Pearson correlation (gain and offset free), Spearman rank correlation (the
-Pearson correlation of the pixel ranks: invariant to any increasing
+Pearson correlation (gain and offset free), Spearman rank correlation
+(:func:`lbdviewer.metrics.rank_correlation`: invariant to any increasing
 brightness map, the natural measure for bits that fix only orderings),
 SSIM after the best gain/offset fit, and, when ``tesseract`` is installed,
 the text OCR reads from the reconstruction and from the original with their
@@ -46,7 +46,6 @@ from pathlib import Path
 import cv2
 import numba
 import numpy as np
-from scipy.stats import rankdata
 
 from lbdviewer.commands.extract import extract_features
 from lbdviewer.features import load_features
@@ -54,7 +53,7 @@ from lbdviewer.display import display_stretch
 from lbdviewer.inversion import iter_invert_features
 from lbdviewer.io import load_image, save_png, to_uint8
 from lbdviewer.library_models import get_model
-from lbdviewer.metrics import correlation, ssim
+from lbdviewer.metrics import correlation, rank_correlation, ssim
 
 #: Suffixes read as images (anything else named explicitly is tried as an image too).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
@@ -247,31 +246,6 @@ def _compare(original, estimate, covered, row):
     row["rank_correlation"] = rank_correlation(original, estimate, mask=covered)
     if min(original.shape) >= 7:
         row["ssim"] = ssim(original, estimate, mask=covered)
-
-
-def rank_correlation(reference, estimate, *, mask=None):
-    """Spearman rank correlation over ``mask``: Pearson correlation of the pixel ranks (ties averaged).
-
-    Invariant to any strictly increasing map of either image's brightness;
-    0 if one side is constant.
-
-    Notes
-    -----
-    Kept here until ``lbdviewer.metrics.rank_correlation`` (engineer solver,
-    issue #11) is on main; then this calls it.
-
-    Examples
-    --------
-    >>> round(rank_correlation([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 8.0, 27.0]), 12)
-    1.0
-    """
-    reference = np.asarray(reference, dtype=np.float64)
-    estimate = np.asarray(estimate, dtype=np.float64)
-    mask = np.ones(reference.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    if estimate.shape != reference.shape or mask.shape != reference.shape:
-        raise ValueError(f"estimate and mask must have the shape of reference {reference.shape}, "
-                         f"got {estimate.shape} and {mask.shape}")
-    return correlation(rankdata(reference[mask]), rankdata(estimate[mask]))
 
 
 def reference_beside(path):
