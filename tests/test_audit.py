@@ -13,7 +13,7 @@ from lbdviewer.audit import (COLUMNS, AuditTask, ResultsLog, collect_inputs, ite
                              run_task, write_report)
 from lbdviewer.audit.report import leak_order, render_html, summarise
 from lbdviewer.audit.runner import RESULTS
-from lbdviewer.audit.tasks import reference_beside, text_similarity
+from lbdviewer.audit.tasks import FROM_FILE, reference_beside, text_similarity
 from lbdviewer.cli import main
 from lbdviewer.commands.extract import extract_features
 from lbdviewer.features import Keypoints, save_features
@@ -147,6 +147,15 @@ def test_hostile_inputs_are_error_rows(tmp_path):
         row, thumbnails = run_task(AuditTask(str(tmp_path / path), "orb", ocr=False))
         assert row["status"].startswith("error: ") and thumbnails == {}
         assert row["worker"].startswith("local:")
+
+
+def test_resource_limits_travel_with_the_task(inputs, tmp_path):
+    row, _ = run_task(AuditTask(str(inputs / "camera.png"), "orb", max_pixels=100 * 100, ocr=False))
+    assert row["status"].startswith("error: ") and "pixels" in row["status"]
+    features = tmp_path / "scene.npz"
+    save_features(features, extract_features(sample_image("camera")[60:188, 200:328], "orb", n_keypoints=100))
+    row, _ = run_task(AuditTask(str(features), FROM_FILE, max_keypoints=10, ocr=False))
+    assert row["status"].startswith("error: ") and "keypoints" in row["status"]
 
 
 def test_image_without_keypoints_leaks_nothing(tmp_path):

@@ -94,6 +94,9 @@ class AuditTask:
         Read text with tesseract (if installed).
     threads : int or None
         Solver threads for this task (None: leave numba's setting).
+    max_pixels, max_keypoints : int or None
+        Resource limits of image and feature-file loading (None: the worker's
+        :mod:`lbdviewer.limits` defaults).
     """
 
     input: str
@@ -104,6 +107,8 @@ class AuditTask:
     limit_seconds: float | None = None
     ocr: bool = True
     threads: int | None = None
+    max_pixels: int | None = None
+    max_keypoints: int | None = None
 
     @property
     def key(self):
@@ -196,15 +201,15 @@ def run_task(task):
 
 def _audit(task, row, thumbnails, started):
     if is_feature_file(task.input):
-        features = load_features(task.input)
+        features = load_features(task.input, max_pixels=task.max_pixels, max_keypoints=task.max_keypoints)
         row["descriptor"] = features.descriptor
         reference_path = reference_beside(task.input)
-        original = None if reference_path is None else load_image(reference_path)
+        original = None if reference_path is None else load_image(reference_path, max_pixels=task.max_pixels)
         if original is not None and original.shape != features.image_shape:
             raise ValueError(f"reference image {reference_path!r} has shape {original.shape}, the features "
                              f"describe {features.image_shape}")
     else:
-        original = load_image(task.input)
+        original = load_image(task.input, max_pixels=task.max_pixels)
         if not len(get_model(task.descriptor).detect(original, n_keypoints=task.keypoints)):
             # Nothing to describe, so nothing leaks (extract_features cannot build an empty set yet).
             row.update(keypoints=0, coverage=0.0)

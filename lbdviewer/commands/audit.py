@@ -13,8 +13,13 @@ the report. Tasks run in a local process pool, or on a Dask cluster with
 
 from __future__ import annotations
 
+import sys
+
+from lbdviewer import limits
+from lbdviewer.commands._args import add_limit_options, command_doc, positive_float, positive_int
 from lbdviewer.features import DESCRIPTORS
 from lbdviewer.inversion import MODES
+from lbdviewer.progress import progress_bar
 
 
 def _descriptors(text):
@@ -26,68 +31,75 @@ def _descriptors(text):
 
 
 def add_parser(subparsers):
+    """Register the ``audit`` subcommand."""
     parser = subparsers.add_parser("audit", help="invert the descriptors of many images or feature files; "
-                                                 "a report of what they give away")
+                                                 "a report of what they give away",
+                                   description=command_doc(__doc__))
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="image, feature file (.npz), folder or glob")
     parser.add_argument("-o", "--output", required=True, metavar="REPORT_DIR",
                         help="report folder (created; an existing one is resumed)")
     parser.add_argument("--descriptor", default="orb", metavar="NAMES",
                         help=f"comma-separated descriptors to extract from images ({', '.join(DESCRIPTORS)}; "
                              "default orb)")
-    parser.add_argument("--keypoints", type=int, default=500, help="keypoints to detect per image (default 500)")
-    parser.add_argument("--mode", choices=MODES, default="joint", help="inversion mode (default joint)")
-    parser.add_argument("--iterations", type=int, default=None, help="solver iterations (default: the mode's)")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
+    parser.add_argument("--keypoints", type=positive_int, default=500, metavar="N",
+                        help="keypoints to detect per image (at most --max-keypoints)")
+    parser.add_argument("--mode", choices=MODES, default="joint", help="inversion mode")
+    parser.add_argument("--iterations", type=positive_int, default=None, metavar="N",
+                        help="solver iterations (default: the mode's)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
                         help="run on the Dask cluster of this scheduler (tcp://HOST:PORT) instead of locally")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
                         help="processes of the local pool (default: the number of cores)")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
                         help="solver threads per task (default: cores / workers locally; the worker's cores on Dask)")
-    parser.add_argument("--limit-seconds", type=float, default=None, metavar="S",
-                        help="give up on a task (an error row) after S seconds of inversion")
+    parser.add_argument("--limit-seconds", type=positive_float, default=None, metavar="S",
+                        help="give up on a task (an error row) after S seconds of inversion (default: no limit)")
     parser.add_argument("--no-ocr", action="store_true", help="skip OCR even if tesseract is installed")
+    add_limit_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no line per row, no summary")
     parser.set_defaults(func=run)
-
-
-def _check(args):
-    for name in ("keypoints", "iterations", "workers", "threads"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise ValueError(f"--{name} must be at least 1, got {value}")
-    if args.limit_seconds is not None and not args.limit_seconds > 0:
-        raise ValueError(f"--limit-seconds must be positive, got {args.limit_seconds}")
-    if args.scheduler is not None and args.workers is not None:
-        raise ValueError("--workers sizes the local pool; with --scheduler the cluster's workers run the tasks")
+    return parser
 
 
 def run(args):
+    """Run ``lbdviewer audit``; return the exit status."""
     from lbdviewer.audit import ResultsLog, collect_inputs, default_workers, iter_audit, plan_tasks, write_report
 
-    _check(args)
+    if args.scheduler is not None and args.workers is not None:
+        raise ValueError("--workers sizes the local pool; with --scheduler the cluster's workers run the tasks")
     descriptors = _descriptors(args.descriptor)
+    # The limits are resolved here, so that every worker (of any machine) applies the same ones.
+    max_keypoints = limits.max_keypoints(args.max_keypoints)
+    limits.check_keypoints(args.keypoints, "--keypoints", limit=max_keypoints)
     workers = args.workers or default_workers()
     threads = args.threads
     if threads is None and args.scheduler is None:
         threads = max(1, default_workers() // workers)
     tasks = plan_tasks(collect_inputs(args.inputs), descriptors, keypoints=args.keypoints, mode=args.mode,
                        iterations=args.iterations, limit_seconds=args.limit_seconds, ocr=not args.no_ocr,
-                       threads=threads)
+                       threads=threads, max_pixels=limits.max_pixels(args.max_pixels),
+                       max_keypoints=max_keypoints)
     with ResultsLog(args.output) as log:
         pending = sum(task.key not in log.done for task in tasks)
     where = args.scheduler or f"{workers} local processes"
-    print(f"{args.output}: {pending} of {len(tasks)} tasks to run on {where}", flush=True)
+    if not args.quiet:
+        print(f"{args.output}: {pending} of {len(tasks)} tasks to run on {where}")
     done = failed = 0
     try:
-        for row in iter_audit(tasks, args.output, workers=workers, scheduler=args.scheduler):
-            done += 1
-            failed += row["status"] != "ok"
-            quality = row["status"]
-            if row["status"] == "ok":
-                quality = f"{row['keypoints']} keypoints" + (f", correlation {row['correlation']:.3f}"
-                                                             if row["correlation"] is not None else "")
-            print(f"[{done}/{pending}] {row['input']} {row['descriptor']}: {quality} ({row['seconds']:.1f} s, "
-                  f"{row['worker']})", flush=True)
+        with progress_bar(pending, desc="audit", unit="task", quiet=args.quiet) as bar:
+            for row in iter_audit(tasks, args.output, workers=workers, scheduler=args.scheduler):
+                done += 1
+                failed += row["status"] != "ok"
+                bar.update(1)
+                quality = row["status"]
+                if row["status"] == "ok":
+                    quality = f"{row['keypoints']} keypoints" + (f", correlation {row['correlation']:.3f}"
+                                                                 if row["correlation"] is not None else "")
+                if not args.quiet:  # above the bar, which stays at the bottom of a terminal
+                    bar.write(f"[{done}/{pending}] {row['input']} {row['descriptor']}: {quality} "
+                              f"({row['seconds']:.1f} s, {row['worker']})", file=sys.stdout)
     finally:
         report = write_report(args.output)
-    print(f"{report}: {done} new rows ({failed} errors), {len(tasks) - pending} already done")
+    if not args.quiet:
+        print(f"{report}: {done} new rows ({failed} errors), {len(tasks) - pending} already done")
     return 0
