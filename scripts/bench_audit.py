@@ -1,6 +1,7 @@
 """Audit throughput: images per minute, local process pool against Dask, in one run.
 
-Usage: ``python scripts/bench_audit.py [--images 8] [--side 256] [--descriptor orb] [--iterations N] [--no-ocr]``
+Usage: ``python scripts/bench_audit.py [--images 8] [--side 256] [--rounds 2] [--descriptor orb] [--iterations N]
+[--no-ocr]``
 
 The inputs are ``--images`` crops of ``--side`` pixels from the shipped
 samples (written to a temporary folder). Each engine audits all of them into
@@ -18,10 +19,13 @@ Before them, every task runs once in this process, one at a time, and its
 CPU time is measured (``time.process_time``): the cost of an image whatever
 else the machine is doing, hence what one free core would deliver.
 
+The engines run in rounds, in the order above and then reversed (A B C,
+C B A), so that the machine's drift weighs on each alike; each round audits
+every image into a fresh report folder, and the times of the rounds add up.
 The time runs from the first task submitted to the last row written, so it
 includes starting the local pool's processes and each worker's first-call
-costs (imports, loading numba's cached kernels); the Dask cluster is started
-before the clock. The machine's speed drifts (up to 30 %): compare the
+costs (imports, loading numba's cached kernels) in every round; the Dask
+cluster is started once, before the clock, so only its first round pays them. The machine's speed drifts (up to 30 %): compare the
 engines of one run, not numbers of different runs.
 """
 
@@ -67,6 +71,8 @@ def main(argv=None):
     parser.add_argument("--descriptor", default="orb")
     parser.add_argument("--iterations", type=int, default=None, help="solver iterations (default: the mode's)")
     parser.add_argument("--no-ocr", action="store_true")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the three engines, order reversed "
+                                                                   "every other round (default 2)")
     args = parser.parse_args(argv)
     from distributed import Client, LocalCluster
 
@@ -81,12 +87,18 @@ def main(argv=None):
             started = time.process_time()
             row, _ = run_task(task)
             cpu.append(time.process_time() - started)
-        results = {}
-        results["local x2"] = timed(tasks, folder / "local2", workers=2)
+        engines = {"local x1": {"workers": 1}, "local x2": {"workers": 2}, "dask x2": None}
+        results = {name: [0.0, [], []] for name in engines}
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            results["dask x2"] = timed(tasks, folder / "dask2", scheduler=client)
-        results["local x1"] = timed(tasks, folder / "local1", workers=1)
+            engines["dask x2"] = {"scheduler": client}
+            for round_ in range(args.rounds):  # A B C, then C B A: the machine's drift cancels
+                order = list(engines) if round_ % 2 == 0 else list(reversed(engines))
+                for name in order:
+                    seconds, rows, failed = timed(tasks, folder / f"{name}-{round_}", **engines[name])
+                    results[name][0] += seconds
+                    results[name][1].extend(rows)
+                    results[name][2].extend(failed)
     print(f"{len(tasks)} images of {args.side}x{args.side}, {args.descriptor}, default settings "
           f"(iterations {args.iterations or 'default'}, OCR {'off' if args.no_ocr else 'on'}), 1 thread a task")
     print(f"{'engine':10} {'seconds':>8} {'images/min':>11} {'median task s':>14} {'errors':>7}")
