@@ -40,8 +40,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from lbdviewer.audit.tasks import (COLUMNS, FEATURE_SUFFIX, FROM_FILE, IMAGE_SUFFIXES, AuditTask,
+from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask,
                                    is_feature_file, row_key, run_task)
+from lbdviewer.features import FEATURE_SUFFIXES
 from lbdviewer.io import atomic_write
 
 RESULTS = "results.csv"
@@ -66,7 +67,7 @@ def collect_inputs(paths):
     """The input files named by ``paths``: files as given, folders recursed, globs expanded.
 
     Folders contribute their images (:data:`~lbdviewer.audit.tasks.IMAGE_SUFFIXES`)
-    and feature files (``.npz``), sorted; a file named explicitly is an input
+    and feature files (:data:`lbdviewer.features.FEATURE_SUFFIXES`), sorted; a file named explicitly is an input
     whatever its suffix (a file that cannot be read becomes an error row).
     Paths are made absolute; duplicates are dropped, first occurrence kept.
 
@@ -84,7 +85,7 @@ def collect_inputs(paths):
     ...     [Path(p).name for p in collect_inputs([folder])]
     ['a.npz', 'b.png']
     """
-    suffixes = set(IMAGE_SUFFIXES) | {FEATURE_SUFFIX}
+    suffixes = set(IMAGE_SUFFIXES) | set(FEATURE_SUFFIXES)
     found = []
     for given in paths:
         given = os.fspath(given)

@@ -48,7 +48,7 @@ import numba
 import numpy as np
 
 from lbdviewer.commands.extract import extract_features
-from lbdviewer.features import load_features
+from lbdviewer.features import FEATURE_SUFFIXES, load_features
 from lbdviewer.display import display_stretch
 from lbdviewer.inversion import iter_invert_features
 from lbdviewer.io import load_image, save_png, to_uint8
@@ -57,8 +57,6 @@ from lbdviewer.metrics import correlation, rank_correlation, ssim
 
 #: Suffixes read as images (anything else named explicitly is tried as an image too).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
-#: Suffix of lbdviewer feature files.
-FEATURE_SUFFIX = ".npz"
 #: ``descriptor`` of a task on a feature file: the file names its own descriptor.
 FROM_FILE = "*"
 #: Longest side of the thumbnails a task returns (pixels).
@@ -117,14 +115,14 @@ class AuditTask:
 
 
 def is_feature_file(path):
-    """True if ``path`` names an lbdviewer feature file (by its suffix).
+    """True if ``path`` names a feature file (by its suffix: ``.npz``, or OpenCV FileStorage ``.yml``, ...).
 
     Examples
     --------
     >>> is_feature_file("a/b.NPZ"), is_feature_file("b.png")
     (True, False)
     """
-    return Path(path).suffix.lower() == FEATURE_SUFFIX
+    return Path(path).suffix.lower() in FEATURE_SUFFIXES
 
 
 def row_key(row):

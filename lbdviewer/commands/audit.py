@@ -1,6 +1,7 @@
 """``lbdviewer audit INPUT... -o REPORT_DIR``: what descriptors give away, over many inputs.
 
-INPUTs are images, feature files (``.npz``), folders (recursed) or globs. For
+INPUTs are images, feature files (``.npz`` or OpenCV FileStorage), folders
+(recursed) or globs. For
 an image each named descriptor is extracted with the real library, inverted
 from the features alone and compared with the image; a feature file is
 inverted and compared with an image of the same stem beside it, if any. One
@@ -35,7 +36,7 @@ def add_parser(subparsers):
     parser = subparsers.add_parser("audit", help="invert the descriptors of many images or feature files; "
                                                  "a report of what they give away",
                                    description=command_doc(__doc__))
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="image, feature file (.npz), folder or glob")
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="image, feature file (.npz, .yml, .xml, .json), folder or glob")
     parser.add_argument("-o", "--output", required=True, metavar="REPORT_DIR",
                         help="report folder (created; an existing one is resumed)")
     parser.add_argument("--descriptor", default="orb", metavar="NAMES",
