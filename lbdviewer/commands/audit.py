@@ -1,9 +1,9 @@
 """``lbdviewer audit INPUT... -o REPORT_DIR``: what descriptors give away, over many inputs.
 
 INPUTs are images, feature files (``.npz`` or OpenCV FileStorage), folders
-(recursed) or globs. For
-an image each named descriptor is extracted with the real library, inverted
-from the features alone and compared with the image; a feature file is
+(recursed) or globs. For an image each named descriptor is extracted with the
+real library, inverted from the features alone and compared with the image;
+a feature file is
 inverted and compared with an image of the same stem beside it, if any. One
 row per input and descriptor goes to ``REPORT_DIR/results.csv`` as it
 finishes (and to ``results.parquet`` at the end, with pyarrow); a second run
