@@ -1,0 +1,345 @@
+"""Run audit tasks in a local process pool or on a Dask cluster; the report folder is the checkpoint.
+
+The runner does three things and no scheduling of its own:
+
+1. **Plan**: :func:`collect_inputs` expands files, folders (recursed) and
+   globs; :func:`plan_tasks` makes one :class:`~lbdviewer.audit.tasks.AuditTask`
+   per image and descriptor (one per feature file).
+2. **Execute** :func:`~lbdviewer.audit.tasks.run_task` on each task, either in
+   a :class:`concurrent.futures.ProcessPoolExecutor` (processes started by a
+   fork server, never forked from a process with running threads) or, given a
+   scheduler address, on Dask (``distributed.Client(address).map`` and
+   ``as_completed``). The local pool is fed ``workers`` tasks at a time, so
+   when a worker process dies (a crash or the kernel's out-of-memory killer)
+   at most ``workers`` tasks are suspect: the others are resubmitted and each
+   suspect is run again alone, in its own process, and becomes an error row
+   if that process dies too. Dask retries and reports a dying worker itself
+   (``KilledWorker``), which also becomes an error row.
+3. **Record**: each row is appended to ``REPORT_DIR/results.csv`` as soon as
+   it arrives (one ``write`` of one line, then ``flush`` and ``fsync``), its
+   thumbnails written beside it under ``thumbs/`` first. A crash or Ctrl-C
+   loses no finished row; a half-written last line (power cut) is cut off
+   when the file is opened again. A second run over the same folder skips
+   every ``(input, descriptor)`` already in the file, error rows included
+   (delete a row to run it again).
+
+Workers read their inputs by path: on a cluster, run the workers where the
+paths resolve (the same machine or a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import hashlib
+import io
+import multiprocessing
+import os
+import signal
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask,
+                                   is_feature_file, row_key, run_task)
+from lbdviewer.features import FEATURE_SUFFIXES
+from lbdviewer.io import atomic_write
+
+RESULTS = "results.csv"
+#: Imported once by the fork server, so each worker process starts with them loaded.
+PRELOAD = ["lbdviewer.audit.tasks", "lbdviewer.inversion", "lbdviewer.commands.extract", "lbdviewer.metrics"]
+THUMBS = "thumbs"
+#: Seconds to wait for a Dask scheduler to answer.
+CONNECT_TIMEOUT = 15
+#: What a row says when the process running its task died twice.
+DIED = "error: the worker process died on this input (a crash, or killed for its memory)"
+
+
+def default_workers():
+    """Processes of the local pool by default: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def collect_inputs(paths):
+    """The input files named by ``paths``: files as given, folders recursed, globs expanded.
+
+    Folders contribute their images (:data:`~lbdviewer.audit.tasks.IMAGE_SUFFIXES`)
+    and feature files (:data:`lbdviewer.features.FEATURE_SUFFIXES`), sorted; a file named explicitly is an input
+    whatever its suffix (a file that cannot be read becomes an error row).
+    Paths are made absolute; duplicates are dropped, first occurrence kept.
+
+    Raises
+    ------
+    ValueError
+        If a glob pattern matches nothing, or no input is left.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for name in ("b.png", "a.npz", "notes.txt"):
+    ...         _ = Path(folder, name).write_bytes(b"")
+    ...     [Path(p).name for p in collect_inputs([folder])]
+    ['a.npz', 'b.png']
+    """
+    suffixes = set(IMAGE_SUFFIXES) | set(FEATURE_SUFFIXES)
+    found = []
+    for given in paths:
+        given = os.fspath(given)
+        if glob.has_magic(given) and not os.path.exists(given):
+            matches = sorted(glob.glob(given, recursive=True))
+            if not matches:
+                raise ValueError(f"INPUT pattern {given!r} matches no file")
+        else:
+            matches = [given]
+        for match in matches:
+            if os.path.isdir(match):
+                found.extend(str(p) for p in sorted(Path(match).rglob("*"))
+                             if p.is_file() and p.suffix.lower() in suffixes)
+            else:
+                found.append(match)
+    unique = list(dict.fromkeys(os.path.abspath(p) for p in found))
+    if not unique:
+        raise ValueError(f"INPUT names no image or feature file: {[os.fspath(p) for p in paths]}")
+    return unique
+
+
+def plan_tasks(inputs, descriptors, **options):
+    """One task per image and descriptor, one per feature file (its descriptor is in the file).
+
+    Parameters
+    ----------
+    inputs : list of str
+        From :func:`collect_inputs`.
+    descriptors : sequence of str
+        Library descriptors to extract from images.
+    **options
+        The other fields of :class:`~lbdviewer.audit.tasks.AuditTask`.
+
+    Examples
+    --------
+    >>> [t.key for t in plan_tasks(["/a.png", "/b.npz"], ["orb", "opencv-brief"])]
+    [('/a.png', 'orb'), ('/a.png', 'opencv-brief'), ('/b.npz', '*')]
+    """
+    tasks = []
+    for path in inputs:
+        for descriptor in ([FROM_FILE] if is_feature_file(path) else descriptors):
+            tasks.append(AuditTask(path, descriptor, **options))
+    return tasks
+
+
+class ResultsLog:
+    """``REPORT_DIR/results.csv``, opened for appending rows one at a time, durably.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The report folder (created if missing).
+
+    Raises
+    ------
+    ValueError
+        If an existing ``results.csv`` has other columns than
+        :data:`~lbdviewer.audit.tasks.COLUMNS`.
+    """
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / RESULTS
+        header = _csv_line(COLUMNS)
+        if self.path.exists():
+            _cut_partial_line(self.path)
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            atomic_write(self.path, header.encode("utf-8"))
+        with open(self.path, newline="", encoding="utf-8") as file:
+            reader = csv.reader(file)
+            columns = tuple(next(reader, ()))
+            if columns != COLUMNS:
+                raise ValueError(f"{str(self.path)!r} has columns {list(columns)}, this lbdviewer writes "
+                                 f"{list(COLUMNS)}: use another REPORT_DIR")
+            self.done = {row_key(dict(zip(COLUMNS, values))) for values in reader if len(values) == len(COLUMNS)}
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+
+    def append(self, row, thumbnails=None):
+        """Write the row's thumbnails under ``thumbs/``, then the row, then ``fsync``.
+
+        Returns the row as written (thumbnail columns filled in).
+        """
+        row = dict(row)
+        for kind, png in (thumbnails or {}).items():
+            name = f"{THUMBS}/{_thumb_stem(row_key(row))}-{kind}.png"
+            (self.folder / THUMBS).mkdir(exist_ok=True)
+            atomic_write(self.folder / name, png)
+            row[f"thumbnail_{kind}"] = name
+        cells = [row["input"]] + [_cell(row.get(column)) for column in COLUMNS[1:]]  # the input exactly: it is the key
+        os.write(self._fd, _csv_line(cells).encode("utf-8"))
+        os.fsync(self._fd)
+        self.done.add(row_key(row))
+        return row
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _csv_line(values):
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(values)
+    return buffer.getvalue()
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.6g}"  # NaN: undefined, an empty cell
+    return " ".join(str(value).splitlines()) if isinstance(value, str) else value
+
+
+def _cut_partial_line(path):
+    """Drop a last line without its newline (a row cut short by a crash)."""
+    with open(path, "rb+") as file:
+        data = file.read()
+        if data and not data.endswith(b"\n"):
+            file.truncate(data.rfind(b"\n") + 1)
+
+
+def _thumb_stem(key):
+    return hashlib.sha1("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def iter_audit(tasks, folder, *, workers=None, scheduler=None):
+    """Run the tasks not yet in ``folder``'s results, yielding each row as it is recorded.
+
+    Parameters
+    ----------
+    tasks : list of AuditTask
+    folder : str or os.PathLike
+        The report folder (the checkpoint).
+    workers : int, optional
+        Processes of the local pool (default :func:`default_workers`); unused
+        with ``scheduler``.
+    scheduler : str or distributed.Client, optional
+        A Dask scheduler address (``tcp://HOST:PORT``) or a connected client:
+        run the tasks on that cluster.
+
+    Yields
+    ------
+    dict
+        Each row as written to ``results.csv``.
+    """
+    with ResultsLog(folder) as log:
+        pending = [task for task in tasks if task.key not in log.done]
+        if not pending:
+            return
+        if scheduler is not None:
+            results = _on_dask(pending, scheduler)
+        else:
+            results = _on_local_pool(pending, workers or default_workers())
+        try:
+            for row, thumbnails in results:
+                yield log.append(row, thumbnails)
+        finally:
+            results.close()
+
+
+def _error_row(task, status):
+    row = dict.fromkeys(COLUMNS)
+    row.update(input=task.input, descriptor=task.descriptor, status=status, mode=task.mode,
+               iterations=task.iterations)
+    return row, {}
+
+
+def _on_local_pool(tasks, workers, function=run_task):
+    """``function(task)`` (default :func:`~lbdviewer.audit.tasks.run_task`) of every task in a local process pool.
+
+    Yields the ``(row, thumbnails)`` results in completion order; a task whose
+    process dies twice (see the module notes) yields an error row.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    queue, suspects = list(reversed(tasks)), []
+    while queue:
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context,
+                                   initializer=_ignore_interrupts)
+        running = {}
+        try:
+            while queue or running:
+                while queue and len(running) < workers:
+                    task = queue.pop()
+                    running[pool.submit(function, task)] = task
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                broken = False
+                for future in finished:
+                    task = running.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        suspects.append(task)
+                        broken = True
+                        continue
+                    yield result
+                if broken:  # every running task is suspect; the pool is unusable
+                    suspects.extend(running.values())
+                    running = {}
+                    break
+        finally:
+            if running:  # interrupted: stop the tasks still running, do not wait for them
+                _terminate(pool)
+            pool.shutdown(wait=not running, cancel_futures=True)
+    for task in suspects:  # each alone: only the input that kills its process fails
+        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_ignore_interrupts) as pool:
+            try:
+                yield pool.submit(function, task).result()
+            except BrokenProcessPool:
+                yield _error_row(task, DIED)
+
+
+def _ignore_interrupts():
+    """Worker processes leave Ctrl-C to the parent, which stops them (no traceback from each worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _terminate(pool):
+    """Stop the pool's worker processes now (``terminate_workers`` from Python 3.14 on)."""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+
+
+def _on_dask(tasks, scheduler):
+    """``(row, thumbnails)`` of every task from a Dask cluster, in completion order."""
+    from distributed import Client, as_completed
+
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout=CONNECT_TIMEOUT)
+    futures = client.map(run_task, tasks, pure=False)
+    by_key = {future.key: task for future, task in zip(futures, tasks)}
+    try:
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except Exception as error:  # noqa: BLE001 - e.g. KilledWorker: the task's row says so
+                yield _error_row(by_key[future.key], f"error: dask: {type(error).__name__}: {error}")
+            future.release()
+    finally:
+        client.cancel([future for future in futures if not future.done()])
+        if client is not scheduler:
+            client.close()
+
+
+__all__ = ["RESULTS", "THUMBS", "ResultsLog", "collect_inputs", "default_workers", "iter_audit", "plan_tasks"]

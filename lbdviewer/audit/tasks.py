@@ -1,0 +1,323 @@
+"""One audit task: one input and one descriptor in, one result row out.
+
+A task is a small frozen record (:class:`AuditTask`) that names an input file
+by path; :func:`run_task` is a pure function of it (it writes nothing, and
+returns the row with its two thumbnails as PNG bytes), so the same function
+runs in a local process pool or on a Dask worker (:mod:`lbdviewer.audit.runner`).
+
+For an **image** the task extracts the descriptor with the real library
+(:func:`lbdviewer.commands.extract.extract_features`), forgets the image,
+inverts the feature set alone (:func:`lbdviewer.inversion.invert_features`)
+and compares the reconstruction with the image. For a **feature file**
+(``.npz``) it inverts the file and compares with a reference image found
+beside it (same stem, an image suffix), if there is one.
+
+Every metric is computed over the pixels some keypoint's patch covers:
+Pearson correlation (gain and offset free), Spearman rank correlation
+(:func:`lbdviewer.metrics.rank_correlation`: invariant to any increasing
+brightness map, the natural measure for bits that fix only orderings),
+SSIM after the best gain/offset fit, and, when ``tesseract`` is installed,
+the text OCR reads from the reconstruction and from the original with their
+similarity (:func:`text_similarity`). OCR reads the reconstruction as an
+eavesdropper would see it, stretched without the original (0.5-99.5
+percentiles, :func:`lbdviewer.display.display_stretch`); the thumbnail shows
+it beside the original on the original's scale (gain and offset fitted).
+
+An image in which the detector finds no keypoint is an ``ok`` row with 0
+keypoints and 0 coverage: its descriptors give nothing away.
+
+Anything that goes wrong inside a task (an unreadable or hostile file, a
+solver error, the time limit) becomes the row's ``status``,
+``"error: <message>"``; :func:`run_task` never raises for a bad input.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numba
+import numpy as np
+
+from lbdviewer.commands.extract import extract_features
+from lbdviewer.features import FEATURE_SUFFIXES, load_features
+from lbdviewer.display import display_stretch
+from lbdviewer.inversion import iter_invert_features
+from lbdviewer.io import load_image, save_png, to_uint8
+from lbdviewer.library_models import get_model
+from lbdviewer.metrics import correlation, rank_correlation, ssim
+
+#: Suffixes read as images (anything else named explicitly is tried as an image too).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
+#: ``descriptor`` of a task on a feature file: the file names its own descriptor.
+FROM_FILE = "*"
+#: Longest side of the thumbnails a task returns (pixels).
+THUMBNAIL_SIDE = 256
+#: The columns of a result row, in the order ``results.csv`` stores them.
+COLUMNS = ("input", "descriptor", "status", "keypoints", "coverage", "correlation", "rank_correlation",
+           "ssim", "ocr_reconstruction", "ocr_original", "ocr_similarity", "seconds", "worker", "mode",
+           "iterations", "thumbnail_original", "thumbnail_reconstruction")
+#: Seconds tesseract may spend on one image.
+OCR_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class AuditTask:
+    """One input and one descriptor: the unit of work of an audit.
+
+    Parameters
+    ----------
+    input : str
+        Path of an image or a feature file (as the workers will see it).
+    descriptor : str
+        Library descriptor to extract from an image (``orb``,
+        ``opencv-brief``, ...), or :data:`FROM_FILE` for a feature file.
+    keypoints : int
+        Keypoints to detect in an image.
+    mode : {"joint", "patches"}
+        Inversion mode (see :mod:`lbdviewer.inversion`).
+    iterations : int or None
+        Solver iterations (None: the mode's default).
+    limit_seconds : float or None
+        Give up (an error row) once the inversion has run this long.
+    ocr : bool
+        Read text with tesseract (if installed).
+    threads : int or None
+        Solver threads for this task (None: leave numba's setting).
+    max_pixels, max_keypoints : int or None
+        Resource limits of image and feature-file loading (None: the worker's
+        :mod:`lbdviewer.limits` defaults).
+    """
+
+    input: str
+    descriptor: str
+    keypoints: int = 500
+    mode: str = "joint"
+    iterations: int | None = None
+    limit_seconds: float | None = None
+    ocr: bool = True
+    threads: int | None = None
+    max_pixels: int | None = None
+    max_keypoints: int | None = None
+
+    @property
+    def key(self):
+        """``(input, descriptor)``: what identifies the task's row in a report."""
+        return (self.input, self.descriptor)
+
+
+def is_feature_file(path):
+    """True if ``path`` names a feature file (by its suffix: ``.npz``, or OpenCV FileStorage ``.yml``, ...).
+
+    Examples
+    --------
+    >>> is_feature_file("a/b.NPZ"), is_feature_file("b.png")
+    (True, False)
+    """
+    return Path(path).suffix.lower() in FEATURE_SUFFIXES
+
+
+def row_key(row):
+    """The task key ``(input, descriptor)`` a result row answers.
+
+    A feature file's row names the descriptor read from the file, but its
+    task was planned as :data:`FROM_FILE`.
+
+    Examples
+    --------
+    >>> row_key({"input": "/x/a.npz", "descriptor": "orb"}), row_key({"input": "/x/a.png", "descriptor": "orb"})
+    (('/x/a.npz', '*'), ('/x/a.png', 'orb'))
+    """
+    return (row["input"], FROM_FILE if is_feature_file(row["input"]) else row["descriptor"])
+
+
+def worker_name():
+    """The Dask worker's address when running on one, else ``local:<pid>``."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"local:{os.getpid()}"
+
+
+class TimeLimit(Exception):
+    """A task ran past its ``limit_seconds``."""
+
+
+def run_task(task):
+    """Run one audit task and return its row and thumbnails; never raises for a bad input.
+
+    Parameters
+    ----------
+    task : AuditTask
+
+    Returns
+    -------
+    row : dict
+        The :data:`COLUMNS` (thumbnail names are filled in by the runner);
+        ``status`` is ``"ok"`` or ``"error: <message>"``; metrics that do not
+        apply are None.
+    thumbnails : dict
+        ``{"original": bytes, "reconstruction": bytes}``, PNG files of at most
+        :data:`THUMBNAIL_SIDE` pixels a side (either may be absent).
+
+    Examples
+    --------
+    >>> row, thumbnails = run_task(AuditTask("/nonexistent.png", "orb"))
+    >>> row["status"].startswith("error: "), "nonexistent.png" in row["status"], thumbnails
+    (True, True, {})
+    """
+    started = time.perf_counter()
+    row = dict.fromkeys(COLUMNS)
+    row.update(input=task.input, descriptor=task.descriptor, mode=task.mode, iterations=task.iterations,
+               worker=worker_name())
+    thumbnails = {}
+    try:
+        if task.threads is not None:
+            numba.set_num_threads(max(1, min(int(task.threads), numba.config.NUMBA_NUM_THREADS)))
+        _audit(task, row, thumbnails, started)
+        row["status"] = "ok"
+    except TimeLimit as error:
+        row["status"] = f"error: {error}"
+    except MemoryError:
+        row["status"] = "error: out of memory"
+    except Exception as error:  # noqa: BLE001 - a bad input is a row, never the end of the run
+        message = " ".join(str(error).split()) or type(error).__name__
+        row["status"] = f"error: {message}"
+    row["seconds"] = round(time.perf_counter() - started, 3)
+    return row, thumbnails
+
+
+def _audit(task, row, thumbnails, started):
+    if is_feature_file(task.input):
+        features = load_features(task.input, max_pixels=task.max_pixels, max_keypoints=task.max_keypoints)
+        row["descriptor"] = features.descriptor
+        reference_path = reference_beside(task.input)
+        original = None if reference_path is None else load_image(reference_path, max_pixels=task.max_pixels)
+        if original is not None and original.shape != features.image_shape:
+            raise ValueError(f"reference image {reference_path!r} has shape {original.shape}, the features "
+                             f"describe {features.image_shape}")
+    else:
+        original = load_image(task.input, max_pixels=task.max_pixels)
+        if not len(get_model(task.descriptor).detect(original, n_keypoints=task.keypoints)):
+            # Nothing to describe, so nothing leaks (extract_features cannot build an empty set yet).
+            row.update(keypoints=0, coverage=0.0)
+            thumbnails["original"] = _thumbnail_png(original)
+            thumbnails["reconstruction"] = _thumbnail_png(np.zeros_like(original))
+            return
+        features = extract_features(original, task.descriptor, n_keypoints=task.keypoints)
+    row["keypoints"] = len(features.keypoints)
+    result = _invert(features, task, started)
+    row["iterations"] = result.iterations
+    covered = result.covered
+    row["coverage"] = float(covered.mean())
+    # What an eavesdropper sees (no original to calibrate against): OCR reads this.
+    seen = display_stretch(result.image, mask=covered).image
+    # Beside the original, on its scale (the one display rule of lbdviewer.display).
+    shown = display_stretch(result.image, mask=covered, reference=original).image
+    thumbnails["reconstruction"] = _thumbnail_png(shown)
+    if original is not None:
+        thumbnails["original"] = _thumbnail_png(original)
+        if covered.sum() >= 2:
+            _compare(original, result.image, covered, row)
+    if task.ocr and original is not None and shutil.which("tesseract"):
+        row["ocr_original"] = ocr_text(original)
+        row["ocr_reconstruction"] = ocr_text(seen)
+        row["ocr_similarity"] = text_similarity(row["ocr_original"], row["ocr_reconstruction"])
+
+
+def _invert(features, task, started):
+    for progress in iter_invert_features(features, mode=task.mode, iterations=task.iterations):
+        if progress.result is not None:
+            return progress.result
+        if task.limit_seconds is not None and time.perf_counter() - started > task.limit_seconds:
+            raise TimeLimit(f"time limit of {task.limit_seconds:g} s reached (--limit-seconds)")
+    raise AssertionError("iter_invert_features ended without a result")
+
+
+def _compare(original, estimate, covered, row):
+    row["correlation"] = correlation(original, estimate, mask=covered)
+    row["rank_correlation"] = rank_correlation(original, estimate, mask=covered)
+    if min(original.shape) >= 7:
+        row["ssim"] = ssim(original, estimate, mask=covered)
+
+
+def reference_beside(path):
+    """The image beside a feature file with the same stem (``a.npz`` → ``a.png``, ...), or None."""
+    path = Path(path)
+    for suffix in IMAGE_SUFFIXES:
+        for candidate in (path.with_suffix(suffix), path.with_suffix(suffix.upper())):
+            if candidate.is_file():
+                return str(candidate)
+    return None
+
+
+def _thumbnail_png(image):
+    pixels = to_uint8(image)
+    scale = THUMBNAIL_SIDE / max(pixels.shape)
+    if scale < 1.0:
+        size = (max(1, round(pixels.shape[1] * scale)), max(1, round(pixels.shape[0] * scale)))
+        pixels = cv2.resize(pixels, size, interpolation=cv2.INTER_AREA)
+    ok, encoded = cv2.imencode(".png", pixels)
+    if not ok:
+        raise ValueError("could not encode a thumbnail PNG")
+    return encoded.tobytes()
+
+
+def normalise_text(text):
+    """Upper case, letters, digits and single spaces only (what OCR comparison looks at).
+
+    Examples
+    --------
+    >>> normalise_text("  Hello,\\n wörld 42! ")
+    'HELLO W RLD 42'
+    """
+    return " ".join(re.sub(r"[^A-Z0-9 ]+", " ", str(text).upper()).split())
+
+
+def text_similarity(original, reconstruction):
+    """How much of the original's text OCR reads back: ``difflib`` ratio of the normalised texts.
+
+    ``2 M / (|a| + |b|)`` with ``M`` the matched characters
+    (:class:`difflib.SequenceMatcher`); None when the original has no text.
+
+    Examples
+    --------
+    >>> text_similarity("SECRET PLAN", "secret plan"), text_similarity("", "x")
+    (1.0, None)
+    >>> round(text_similarity("ABCD", "ABXY"), 3)
+    0.5
+    """
+    a, b = normalise_text(original), normalise_text(reconstruction)
+    if not a:
+        return None
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def ocr_text(image, *, psm=6):
+    """Text tesseract reads in a gray image in ``[0, 1]`` (English, page segmentation ``psm``), one line.
+
+    Raises
+    ------
+    RuntimeError
+        If tesseract fails or runs past :data:`OCR_TIMEOUT` seconds.
+    """
+    with tempfile.TemporaryDirectory(prefix="lbdviewer-ocr-") as folder:
+        path = save_png(Path(folder) / "page.png", image)
+        try:
+            result = subprocess.run(["tesseract", str(path), "stdout", "--psm", str(psm), "-l", "eng"],
+                                    capture_output=True, text=True, timeout=OCR_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"tesseract took longer than {OCR_TIMEOUT} s") from None
+    if result.returncode != 0:
+        raise RuntimeError(f"tesseract failed: {result.stderr.strip()[:200]}")
+    return " ".join(result.stdout.split())
