@@ -8,10 +8,14 @@ copies, so they can cross threads safely.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from lbdviewer import io, metrics
 from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import max_measurements, make_pattern
 from lbdviewer.reconstruct import default_method, describe_sites, iter_reconstruct_image
@@ -20,14 +24,90 @@ from lbdviewer.solvers import BIHT, PrimalDualL1
 
 
 @dataclass(frozen=True)
+class LoadedFile:
+    """A file read on a worker thread: what it holds and where it came from.
+
+    ``kind`` is ``"image"`` (``content``: float image (H, W) in [0, 1]) or
+    ``"features"`` (``content``: :class:`lbdviewer.features.FeatureSet`);
+    ``source`` is the absolute path, or ``"sample:NAME"`` for a shipped
+    sample; ``sha256`` is the hex digest of the file's bytes.
+    """
+
+    kind: str
+    source: str
+    content: object
+    sha256: str
+
+
+def file_sha256(path, *, block=1 << 20):
+    """Hex SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(block), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_file(path, kind="image"):
+    """Read an image (``kind="image"``) or a feature file (``"features"``); yield one :class:`LoadedFile`.
+
+    A generator so that the worker layer can run it off the GUI thread; the
+    core's loaders check the file (and its declared size) and raise
+    ``ValueError`` naming the file and the reason.
+    """
+    if kind == "image":
+        content = io.load_image(path)
+    elif kind == "features":
+        from lbdviewer.features import load_features
+
+        content = load_features(path)
+    else:
+        raise ValueError(f"kind must be 'image' or 'features', got {kind!r}")
+    yield LoadedFile(kind, os.path.abspath(path), content, file_sha256(path))
+
+
+def load_sample(name):
+    """Read the shipped sample ``name``; yield one :class:`LoadedFile` (source ``"sample:NAME"``)."""
+    samples = io.sample_images()
+    if name not in samples:
+        raise ValueError(f"name must be one of {sorted(samples)}, got {name!r}")
+    yield LoadedFile("image", f"sample:{name}", io.load_image(samples[name]), file_sha256(samples[name]))
+
+
+@dataclass(frozen=True)
 class LiveUpdate:
-    """One snapshot of the live patch solver, with its history so far."""
+    """One snapshot of the live patch solver, with its history so far.
+
+    ``iterations`` is the budget; ``stopped_early`` is True on a last
+    snapshot that came before the budget was spent (the estimate reached a
+    fixed point); ``seconds`` counts solver time only (not pauses).
+    """
 
     iteration: int
     estimate: np.ndarray
     objective: np.ndarray
     bit_consistency: np.ndarray | None
     finished: bool
+    iterations: int = 0
+    stopped_early: bool = False
+    seconds: float = 0.0
+
+    def stop_reason(self):
+        """Why a finished run ended, in words (empty while it runs).
+
+        Examples
+        --------
+        >>> u = LiveUpdate(14, np.zeros((2, 2)), np.zeros(14), np.ones(14), True, 200, True)
+        >>> u.stop_reason()
+        'stopped at iteration 14: all bits consistent'
+        """
+        if not self.finished:
+            return ""
+        if not self.stopped_early:
+            return f"done: {self.iteration} iterations"
+        if self.bit_consistency is not None and self.bit_consistency[-1] == 1.0:
+            return f"stopped at iteration {self.iteration}: all bits consistent"
+        return f"stopped at iteration {self.iteration}: fixed point (the estimate no longer changes)"
 
 
 def pattern_for(parameters, *, family=None):
@@ -48,20 +128,28 @@ def make_solver(operator, data, parameters):
     return PrimalDualL1(operator, data, lam=parameters["lam"], iterations=parameters["iterations"])
 
 
-def live_updates(operator, data, parameters):
-    """Run the solver on one descriptor and yield a :class:`LiveUpdate` per iteration.
+def live_updates(operator, patch, parameters):
+    """Describe ``patch``, run the solver on its descriptor and yield a :class:`LiveUpdate` per iteration.
 
     Parameters
     ----------
     operator : DescriptorOperator
-    data : ndarray, shape (1, M)
-        Bits in {-1, +1} or real measurements.
+    patch : ndarray, shape (P, P)
+        The patch, P the operator's patch size.
     parameters : dict
         :meth:`lbdviewer.gui.model.Parameters.as_dict`.
     """
+    data = operator.describe(np.asarray(patch)[None], binary=parameters["binary"])
     solver = make_solver(operator, data, parameters)
     objective, consistency = [], []
-    for state in solver.steps():
+    seconds = 0.0
+    steps = solver.steps()
+    while True:
+        started = time.perf_counter()
+        state = next(steps, None)
+        seconds += time.perf_counter() - started
+        if state is None:
+            return
         objective.append(float(state.objective[0]))
         if state.bit_consistency is not None:
             consistency.append(float(state.bit_consistency[0]))
@@ -71,6 +159,9 @@ def live_updates(operator, data, parameters):
             objective=np.array(objective),
             bit_consistency=np.array(consistency) if consistency else None,
             finished=bool(state.finished),
+            iterations=int(parameters["iterations"]),
+            stopped_early=bool(state.finished) and int(state.iteration) < int(parameters["iterations"]),
+            seconds=seconds,
         )
 
 
@@ -92,12 +183,28 @@ class WholeUpdate:
 
     ``fraction`` of the work is done; ``image`` is the current estimate when
     the core gives one; ``result`` (an :class:`lbdviewer.reconstruct.ImageResult`)
-    arrives with the last update only.
+    arrives with the last update only, with ``metrics`` (against the
+    original, when there is one) and ``iterations_run`` (the whole-image
+    solver's iterations; None for patchwise runs, whose patches each run
+    their own).
     """
 
     fraction: float
     image: np.ndarray | None
     result: object = None
+    metrics: dict | None = None
+    iterations_run: int | None = None
+
+
+def image_metrics(original, result):
+    """PSNR and correlation (after the best gain/offset fit) over covered pixels, bits reproduced, seconds."""
+    covered = None if result.covered.all() else result.covered
+    return {
+        "psnr_db": float(metrics.psnr(original, result.image, mask=covered)),
+        "correlation": float(metrics.correlation(original, result.image, mask=covered)),
+        "solver_bit_consistency": result.solver_bit_consistency,
+        "covered_fraction": float(result.covered.mean()),
+    }
 
 
 def image_sites(image, parameters):
@@ -129,14 +236,20 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
     update is also a point where the job can be cancelled).
     """
     descriptors = describe_sites(image, sites, pattern, binary=parameters["binary"])
+    iterations_run = None
     for progress in iter_reconstruct_image(
         descriptors, sites, pattern, shape=image.shape, mode=parameters["mode"],
         method=whole_image_method(parameters), iterations=whole_image_iterations(parameters),
         sparsity=parameters["sparsity"], lam=parameters["lam"], chunk=chunk,
     ):
-        yield WholeUpdate(progress.done / max(progress.total, 1),
-                          None if progress.estimate is None else np.array(progress.estimate),
-                          progress.result)
+        estimate = None if progress.estimate is None else np.array(progress.estimate)
+        if progress.result is None:
+            if parameters["mode"] == "joint":  # the joint solver reports iterations done
+                iterations_run = progress.done
+            yield WholeUpdate(progress.done / max(progress.total, 1), estimate)
+        else:
+            yield WholeUpdate(1.0, estimate, progress.result, image_metrics(image, progress.result),
+                              iterations_run)
 
 
 def feature_updates(features, parameters):
@@ -147,7 +260,11 @@ def feature_updates(features, parameters):
     """
     from lbdviewer.inversion import iter_invert_features
 
+    iterations_run = None
     for progress in iter_invert_features(features, iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
+        if progress.result is None:
+            iterations_run = progress.done
         yield WholeUpdate(progress.done / max(progress.total, 1),
-                          None if progress.image is None else np.array(progress.image), progress.result)
+                          None if progress.image is None else np.array(progress.image), progress.result,
+                          None, None if progress.result is None else iterations_run)
