@@ -270,7 +270,10 @@ class Session:
         """The whole-image patch sites (grid or FAST keypoints) for the current parameters."""
         if self.image is None or not self.parameters:
             return
-        self.sites = jobs.image_sites(self.image, self.parameters)
+        if min(self.image.shape) < self.parameters["patch_size"]:
+            self.sites = np.empty((0, 2), dtype=np.int64)  # no patch fits: start_whole says so
+        else:
+            self.sites = jobs.image_sites(self.image, self.parameters)
         self._emit("sites", self.sites)
 
     def patch_at(self, x, y):

@@ -1,0 +1,136 @@
+"""Exports and the records beside them: pixel-exact PNGs, and sidecars that say what ran."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lbdviewer.gui.export import read_png, sidecar_path, to_rgb, upscale
+from lbdviewer.gui.export_actions import ExportDialog, ExportOptions
+
+
+def strict_json(path):
+    """Parse a sidecar with a strict parser (NaN / Infinity refused)."""
+    def refuse(constant):
+        raise ValueError(f"non-strict JSON constant {constant}")
+
+    return json.loads(Path(path).read_text(), parse_constant=refuse)
+
+
+def wait_live_done(qtbot, window, timeout=10000):
+    qtbot.waitUntil(lambda: window.session.live is not None and window.session.live.status == "completed",
+                    timeout=timeout)
+
+
+def reconstruct(qtbot, window, **parameters):
+    for name, value in parameters.items():
+        setattr(window.parameters, name, value)
+    window.rebuild()
+    with qtbot.waitSignal(window.whole_finished, timeout=30000) as blocker:
+        window.run_whole()
+    assert blocker.args == [True]
+
+
+def test_panel_export_is_pixel_exact(qtbot, window, tmp_path):
+    wait_live_done(qtbot, window)
+    png, sidecar = window.exports.export_panel("patch", str(tmp_path / "patch.png"), factor=4)
+    patch = window.pattern_panel.patch.array
+    expected = np.repeat(np.repeat(np.round(patch * 255).astype(np.uint8), 4, 0), 4, 1)
+    np.testing.assert_array_equal(read_png(png), np.repeat(expected[..., None], 3, axis=2))
+    record = strict_json(sidecar)
+    assert sidecar == sidecar_path(png) and record["upscale_factor"] == 4
+    assert record["pattern"]["name"] == "brief" and record["versions"]["numpy"]
+    assert record["image"] == {"source": "test-image", "sha256": "0" * 64, "shape": [96, 96],
+                               "feature_file": None}
+    png, sidecar = window.exports.export_panel("frame-vector", str(tmp_path / "frame.png"), factor=3)
+    np.testing.assert_array_equal(read_png(png), upscale(to_rgb(window.pattern_panel.frame.panel_array()), 3))
+
+
+def test_the_maps_record_names_the_frame_vector_shown(qtbot, window, tmp_path):
+    window.pattern_panel.spin.setValue(77)
+    paths = window.exports.export_figure("maps", str(tmp_path / "maps"))
+    record = strict_json(paths[1])
+    assert record["shown"]["frame-vector"]["frame_index"] == 77
+    assert "L_77" in window.pattern_panel.frame.title_text()
+    assert read_png(paths[0]).shape[1] > 3 * read_png(paths[0]).shape[0]  # three panels side by side
+
+
+@pytest.mark.parametrize("mode", ["joint", "patches"])
+def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
+    reconstruct(qtbot, window, mode=mode, offset=8)
+    window.controls.set_value("iterations", 55)  # an edit after the run must not leak into its record
+    window.rebuild()
+    png, sidecar = window.exports.export_figure("whole", str(tmp_path / f"whole-{mode}"))
+    run = strict_json(sidecar)["run"]
+    assert run["status"] == "completed" and run["mode"] == mode and run["current"] is False
+    assert run["solver"] == ("consistency" if mode == "joint" else "biht")  # not the form's "biht" for joint
+    assert run["parameters"]["iterations"] == 40 and run["seconds"] > 0
+    assert run["metrics"]["psnr_db"] > 0 and 0 < run["metrics"]["correlation"] <= 1
+    assert run["core_parameters"]["sites"] == len(window.session.sites) or mode == "patches"
+    if mode == "joint":
+        assert 1 <= run["iterations_run"] <= run["iterations_budget"]
+        assert run["stopped_early"] == (run["iterations_run"] < run["iterations_budget"])
+    else:
+        assert run["iterations_run"] is None and run["iterations_budget"] == 40
+    assert read_png(png).shape == (96 * 5, 2 * 96 * 5 + 4, 3)
+
+
+def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):
+    reconstruct(qtbot, window, offset=8)
+    window.parameters.offset = 1
+    window.parameters.iterations = 400
+    window.rebuild()
+    window.run_whole()
+    qtbot.waitUntil(lambda: window.session.whole.estimate is not None, timeout=10000)
+    with qtbot.waitSignal(window.whole_finished, timeout=5000):
+        window.cancel_whole()
+    assert window.whole.metrics_label.text() == ""  # no metrics under "cancelled"
+    assert window.whole.result.title_text().startswith("Cancelled at")
+    assert window.whole.result.is_dimmed()
+    with pytest.raises(ValueError, match="nothing to show"):
+        window.exports.export_figure("whole", str(tmp_path / "whole"))
+    _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "partial.png"))
+    run = strict_json(sidecar)["run"]
+    assert run["status"] == "cancelled" and run["metrics"] is None and run["fraction_done"] < 1
+    assert run["parameters"]["offset"] == 1
+
+
+def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
+    window.parameters.solver = "primal-dual"
+    window.parameters.binary = False
+    window.parameters.iterations = 15
+    window.rebuild()
+    wait_live_done(qtbot, window, timeout=60000)
+    assert not window.live.consistency_plot.isVisible() and window.live.consistency_note.isVisible()
+    paths = window.exports.export_figure("live", str(tmp_path / "live"))
+    run = strict_json(paths[1])["run"]
+    assert (run["solver"], run["binary"], run["bit_consistency"]) == ("primal-dual", False, None)
+    assert run["iterations_run"] == 15 and run["stopped_early"] is False and run["status"] == "completed"
+    reconstruct(qtbot, window, mode="joint", offset=8)
+    _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "real.png"))
+    whole = strict_json(sidecar)["run"]
+    assert whole["solver"] == "primal-dual" and whole["solver_bit_consistency"] is None
+
+
+def test_exports_remember_their_own_folder(qtbot, window, tmp_path):
+    window.settings.setValue("paths/last_folder", str(tmp_path / "images"))
+    out = tmp_path / "figures"
+    out.mkdir()
+    window.exports.export_panel("image", str(out / "image.png"))
+    assert window.exports.last_folder() == str(out)
+    assert window.last_folder() == str(tmp_path / "images")  # opening images still starts there
+
+
+def test_the_export_dialog_offers_formats_widths_and_dpi(qtbot, window, tmp_path):
+    dialog = ExportDialog("Export figure", str(tmp_path / "fig.png"), window)
+    qtbot.addWidget(dialog)
+    assert dialog.stem() == str(tmp_path / "fig")
+    assert dialog.options() == ExportOptions(("png",), "double", 300)
+    dialog.width_combo.setCurrentIndex(dialog.width_combo.findData("inches"))
+    dialog.inches.setValue(4.5)
+    dialog.dpi.setValue(600)
+    assert dialog.options() == ExportOptions(("png",), 4.5, 600) and dialog.options().inches() == 4.5
+    dialog.format_boxes["png"].setChecked(False)
+    with pytest.raises(ValueError, match="formats must be"):
+        dialog.options()

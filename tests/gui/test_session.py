@@ -1,0 +1,128 @@
+"""The Qt-free Session: document state, run records built from what ran, staleness (no qtbot)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lbdviewer.gui import sidecars
+from lbdviewer.gui.model import Parameters
+from lbdviewer.gui.session import Session
+from lbdviewer.io import dumps_strict
+
+
+@pytest.fixture
+def session(make_image):
+    s = Session()
+    s.set_image(make_image(), "sample:test", sha256="ab" * 32)
+    s.rebuild(Parameters(patch_size=16, m=128, iterations=30, offset=8).as_dict())
+    return s
+
+
+def run_to_end(session, items, *, stop_after=None):
+    """Feed a job's updates to the session as the worker would, optionally stopping early."""
+    for count, update in enumerate(items, start=1):
+        session.whole_progress(update)
+        if stop_after is not None and count >= stop_after:
+            session.whole_ended(False)
+            return
+    session.whole_ended(True)
+
+
+def test_events_reach_subscribers_in_order(make_image):
+    s = Session()
+    heard = []
+    s.subscribe(lambda name, value: heard.append(name))
+    s.set_image(make_image(), "sample:test")
+    s.rebuild(Parameters(patch_size=16, m=64).as_dict())
+    items = s.start_live((0, 0))
+    s.live_progress(next(items))
+    assert heard == ["image", "pattern", "sites", "live", "live"]
+    assert s.live.update.iteration == 1 and s.live.status == "running"
+
+
+def test_a_joint_run_records_the_solver_it_ran_not_the_form(session):
+    assert session.parameters["solver"] == "biht"  # the form asks for BIHT ...
+    run_to_end(session, session.start_whole())
+    run = session.whole
+    assert run.status == "completed" and run.method == "consistency"  # ... the joint solve ran sign consistency
+    record = sidecars.whole_record(run)
+    assert record["solver"] == "consistency" and record["mode"] == "joint" and record["status"] == "completed"
+    assert record["iterations_run"] is not None and 1 <= record["iterations_run"] <= record["iterations_budget"]
+    assert record["stopped_early"] == (record["iterations_run"] < record["iterations_budget"])
+    assert record["seconds"] > 0 and record["metrics"]["psnr_db"] > 0 and record["current"] is True
+    json.loads(dumps_strict(record))  # strict JSON
+
+
+def test_a_parameter_edit_marks_the_result_stale_and_back(session):
+    run_to_end(session, session.start_whole())
+    current = session.parameters
+    assert not session.whole.stale
+    session.rebuild({**current, "m": 64})
+    assert session.whole.stale
+    assert session.whole.title().startswith("Previous run") and session.whole.metrics_text().startswith("Previous run:")
+    assert sidecars.whole_record(session.whole)["current"] is False
+    session.rebuild(current)
+    assert not session.whole.stale and not session.whole.metrics_text().startswith("Previous")
+
+
+def test_a_cancelled_run_keeps_no_result_and_no_metrics(session):
+    run_to_end(session, session.start_whole())
+    session.rebuild({**session.parameters, "offset": 4})
+    run_to_end(session, session.start_whole(), stop_after=2)
+    run = session.whole
+    assert run.status == "cancelled" and run.result is None and run.metrics is None
+    assert run.metrics_text() == ""  # the previous run's metrics are not shown under "cancelled"
+    assert run.title().startswith("Cancelled")
+    assert not session.has_whole_result()
+    record = sidecars.whole_record(run)
+    assert record["status"] == "cancelled" and record["metrics"] is None and record["fraction_done"] < 1
+
+
+def test_a_patchwise_run_records_patchwise_biht(session):
+    session.rebuild({**session.parameters, "mode": "patches"})
+    run_to_end(session, session.start_whole())
+    record = sidecars.whole_record(session.whole)
+    assert (record["mode"], record["solver"], record["status"]) == ("patches", "biht", "completed")
+    assert record["iterations_budget"] == 30 and record["iterations_run"] is None  # each patch runs its own
+
+
+def test_a_real_valued_live_run_has_no_bit_consistency(session):
+    session.rebuild({**session.parameters, "solver": "primal-dual", "binary": False, "iterations": 5})
+    items = session.start_live((8, 8))
+    for update in items:
+        session.live_progress(update)
+    session.live_ended(True)
+    record = sidecars.live_record(session.live)
+    assert record["solver"] == "primal-dual" and record["binary"] is False
+    assert record["bit_consistency"] is None and record["iterations_run"] == 5 and record["status"] == "completed"
+    np.testing.assert_array_equal(session.live.patch, session.image[8:24, 8:24])
+
+
+def test_a_live_biht_run_says_when_it_stopped_early(session):
+    session.rebuild({**session.parameters, "iterations": 500})
+    for update in session.start_live((16, 16)):
+        session.live_progress(update)
+    session.live_ended(True)
+    update = session.live.update
+    assert update.finished and update.stopped_early and update.iteration < 500  # BIHT reached a fixed point
+    assert session.live.summary().startswith(f"stopped at iteration {update.iteration}: ")
+    assert sidecars.live_record(session.live)["stopped_early"] is True
+
+
+def test_no_site_refuses_to_start(make_image):
+    s = Session()
+    s.set_image(make_image()[:20, :20], "sample:tiny")
+    s.rebuild(Parameters(patch_size=32).as_dict())
+    with pytest.raises(ValueError, match="no patch site fits"):
+        s.start_whole()
+    assert s.whole is None
+
+
+def test_session_does_not_import_qt():
+    code = ("import sys, lbdviewer.gui.session, lbdviewer.gui.sidecars; "
+            "print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
