@@ -1,24 +1,25 @@
-"""Pixel-exact export of panels and composed figures, each with a JSON beside it.
+"""Pixel-exact export of panels and composed figures, each with its run record beside it.
 
 A panel is exported from the ARRAY it shows, never from the screen: the array
 is mapped to 8-bit colour with the panel's levels and colormap and enlarged by
 an integer factor with nearest neighbour (``np.repeat``), so every array
 element becomes a ``factor x factor`` block of one colour. A JSON file with
-the same stem records every parameter and the library versions.
+the same stem holds the run record (:mod:`lbdviewer.records`) of what the
+panels show, with the export's own details under ``extra["export"]``.
 """
 
 from __future__ import annotations
 
 import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
 
-import datetime
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 from PyQt6.QtGui import QImage
 
-from lbdviewer.io import library_versions, save_json, save_png
+from lbdviewer.io import save_png
+from lbdviewer.records import write_sidecar
 
 GAP = 4
 
@@ -98,8 +99,8 @@ def sidecar_path(png_path):
     return os.path.splitext(os.fspath(png_path))[0] + ".json"
 
 
-def export_panels(path, panels, *, factor=None, context=None):
-    """Export one panel, or several side by side, as a PNG with a JSON beside it.
+def export_panels(path, panels, *, record, factor=None):
+    """Export one panel, or several side by side, as a PNG with its run record beside it.
 
     Parameters
     ----------
@@ -107,10 +108,12 @@ def export_panels(path, panels, *, factor=None, context=None):
         Output PNG path.
     panels : sequence of PanelArray
         Panels from left to right.
+    record : dict
+        The run record of what the panels show (:func:`lbdviewer.records.run_record`);
+        the PNG's name, the enlargement and each panel's levels and colormap
+        are added under ``extra["export"]``.
     factor : int, optional
         Integer upscaling (default: :func:`default_factor` of the largest panel).
-    context : dict, optional
-        Everything else worth recording (parameters, image source, patch).
 
     Returns
     -------
@@ -123,10 +126,8 @@ def export_panels(path, panels, *, factor=None, context=None):
     if factor is None:
         factor = default_factor(max((p.array.shape[:2] for p in panels), key=max))
     rgbs = [upscale(to_rgb(p), factor) for p in panels]
-    save_png(path, rgbs[0] if len(rgbs) == 1 else compose(rgbs))
-    payload = {
+    export = {
         "png": os.path.basename(path),
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "upscale_factor": int(factor),
         "interpolation": "nearest (integer pixel replication)",
         "panels": [
@@ -139,11 +140,11 @@ def export_panels(path, panels, *, factor=None, context=None):
             }
             for p in panels
         ],
-        "versions": library_versions(),
-        **(context or {}),
     }
+    extra = dict(record.get("extra") or {})
+    extra["export"] = {**extra.get("export", {}), **export}
+    record = {**record, "extra": extra}
+    save_png(path, rgbs[0] if len(rgbs) == 1 else compose(rgbs))
     json_path = sidecar_path(path)
-    save_json(json_path, payload)
+    write_sidecar(json_path, record)
     return path, json_path
-
-

@@ -32,7 +32,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from lbdviewer.gui import sidecars
+from lbdviewer.gui import jobs, sidecars
 from lbdviewer.gui.export import PanelArray, export_panels
 from lbdviewer.gui.workers import JobRunner
 
@@ -153,17 +153,17 @@ def _wrap(layout):
 
 
 def write_figure(stem, panels, options, record):
-    """Write a composed figure ``stem.<format>`` for each format, with ``stem.json``; return the paths.
+    """Write a composed figure ``stem.<format>`` for each format, with its run record ``stem.json``.
 
-    Today the figure is the panels side by side as one pixel-exact PNG
-    (integer enlargement, nearest neighbour).
+    Returns the paths written (figure files first, the record last). Today
+    the figure is the panels side by side as one pixel-exact PNG (integer
+    enlargement, nearest neighbour); the chosen width and dpi are recorded.
     """
     if set(options.formats) - set(WRITABLE_FORMATS):
         raise ValueError(f"formats must be among {WRITABLE_FORMATS} in this build, got {options.formats!r}")
-    png, sidecar = export_panels(stem + ".png", panels,
-                                 context={**record, "export": {"formats": list(options.formats),
-                                                               "width_in": options.inches(),
-                                                               "dpi": int(options.dpi)}})
+    extra = {**record.get("extra", {}), "export": {"formats": list(options.formats),
+                                                   "width_in": options.inches(), "dpi": int(options.dpi)}}
+    png, sidecar = export_panels(stem + ".png", panels, record={**record, "extra": extra})
     return [png, sidecar]
 
 
@@ -198,7 +198,22 @@ class Exporter(QObject):
 
     # -- what can be exported ----------------------------------------------------------
     def available_panels(self):
-        return [name for name, canvas in self.window.panels().items() if canvas.array is not None]
+        """Panels showing something that can be exported with a truthful record.
+
+        A run's panels wait until the run has ended: a record says what ran,
+        not what is still running.
+        """
+        session = self.window.session
+        names = []
+        for name, canvas in self.window.panels().items():
+            if canvas.array is None:
+                continue
+            if name in sidecars.LIVE_PANELS and not session.live_ended_with_update():
+                continue
+            if name in sidecars.WHOLE_PANELS and not session.whole_estimate_ended():
+                continue
+            names.append(name)
+        return names
 
     def figure_available(self, key):
         """Is there something to put in figure ``key``?"""
@@ -206,7 +221,7 @@ class Exporter(QObject):
         if key == "whole":
             return session.has_whole_result()
         if key == "live":
-            return session.live is not None and session.live.update is not None
+            return session.live_ended_with_update()
         if key == "families":
             return session.pattern is not None and session.features is None
         return session.pattern is not None
@@ -214,9 +229,11 @@ class Exporter(QObject):
     # -- panels ---------------------------------------------------------------------
     def export_panel(self, name, path, *, factor=None):
         """Write panel ``name`` as a pixel-exact PNG with its record; return both paths."""
+        if name not in self.available_panels():
+            raise ValueError(f"panel {name!r} has nothing to export yet (a run must have ended)")
         canvas = self.window.panels()[name]
         record = sidecars.panel_record(self.window.session, name, canvas.metadata)
-        result = export_panels(path, [canvas.panel_array()], factor=factor, context=record)
+        result = export_panels(path, [canvas.panel_array()], factor=factor, record=record)
         self._after_export(path)
         return result
 
@@ -255,32 +272,33 @@ class Exporter(QObject):
         """Reconstruct the current patch with every family on a worker, then write the figure."""
         window = self.window
         session = window.session
-        patch = session.patch_at(*window.source.patch_position()).copy()
+        patch_xy = window.source.patch_position()
+        patch = session.patch_at(*patch_xy).copy()
         parameters = dict(session.parameters)
         panels = [PanelArray("original", patch)]
+        displays = {}
 
         def collect(item):
             family, estimate = item
-            shown, _ = window.display(estimate, reference=patch)
-            panels.append(PanelArray(family, shown, metadata={"family": family}))
+            shown, levels, display = window.display(estimate, reference=patch)
+            displays[family] = display
+            panels.append(PanelArray(family, shown, levels, metadata={"family": family}))
 
         def write(completed):
             self.figure_runner.progressed.disconnect(collect)
             self.figure_runner.finished.disconnect(write)
             if completed:
-                record = sidecars.families_record(session, parameters, FAMILIES, window.display_rule())
+                record = sidecars.families_record(session, patch_xy, parameters, FAMILIES, displays)
                 self._report(lambda: self._after_export(write_figure(stem, panels, options, record)[0]))
 
         self.figure_runner.progressed.connect(collect)
         self.figure_runner.finished.connect(write)
-        from lbdviewer.gui import jobs
-
         self.figure_runner.start(jobs.family_patches(patch, parameters, FAMILIES))
         window.show_status("Reconstructing the patch with every family for the figure…")
 
     def figure_dialog(self, key):
         if not self.figure_available(key):
-            self.window.show_status("Nothing to export yet: run a reconstruction first")
+            self.window.show_status("Nothing to export yet: a run must have ended (Esc stops the live solver)")
             return
         dialog = ExportDialog("Export figure", os.path.join(self.last_folder(), f"figure-{key}"), self.window)
         if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.stem():

@@ -80,7 +80,8 @@ class LiveUpdate:
 
     ``iterations`` is the budget; ``stopped_early`` is True on a last
     snapshot that came before the budget was spent (the estimate reached a
-    fixed point); ``seconds`` counts solver time only (not pauses).
+    fixed point); ``seconds`` counts solver time only (not pauses);
+    ``state`` is the solver's own snapshot (:class:`~lbdviewer.solvers.SolverState`).
     """
 
     iteration: int
@@ -91,6 +92,7 @@ class LiveUpdate:
     iterations: int = 0
     stopped_early: bool = False
     seconds: float = 0.0
+    state: object = None
 
     def stop_reason(self):
         """Why a finished run ended, in words (empty while it runs).
@@ -162,6 +164,7 @@ def live_updates(operator, patch, parameters):
             iterations=int(parameters["iterations"]),
             stopped_early=bool(state.finished) and int(state.iteration) < int(parameters["iterations"]),
             seconds=seconds,
+            state=state,
         )
 
 
@@ -184,9 +187,9 @@ class WholeUpdate:
     ``fraction`` of the work is done; ``image`` is the current estimate when
     the core gives one; ``result`` (an :class:`lbdviewer.reconstruct.ImageResult`)
     arrives with the last update only, with ``metrics`` (against the
-    original, when there is one) and ``iterations_run`` (the whole-image
-    solver's iterations; None for patchwise runs, whose patches each run
-    their own).
+    original, when there is one); ``iterations_run`` counts the whole-image
+    solver's iterations so far (None for patchwise runs, whose patches each
+    run their own).
     """
 
     fraction: float
@@ -246,7 +249,7 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
         if progress.result is None:
             if parameters["mode"] == "joint":  # the joint solver reports iterations done
                 iterations_run = progress.done
-            yield WholeUpdate(progress.done / max(progress.total, 1), estimate)
+            yield WholeUpdate(progress.done / max(progress.total, 1), estimate, iterations_run=iterations_run)
         else:
             yield WholeUpdate(1.0, estimate, progress.result, image_metrics(image, progress.result),
                               iterations_run)
@@ -267,4 +270,4 @@ def feature_updates(features, parameters):
             iterations_run = progress.done
         yield WholeUpdate(progress.done / max(progress.total, 1),
                           None if progress.image is None else np.array(progress.image), progress.result,
-                          None, None if progress.result is None else iterations_run)
+                          None, iterations_run)

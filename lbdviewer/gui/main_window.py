@@ -22,6 +22,7 @@ import numpy as np
 from PyQt6.QtCore import QSettings, Qt, QTimer, pyqtSignal
 from PyQt6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
+from lbdviewer.display import display_original, display_stretch
 from lbdviewer.gui import jobs
 from lbdviewer.gui.controls import ParametersPanel
 from lbdviewer.gui.export_actions import Exporter
@@ -449,15 +450,18 @@ class MainWindow(QMainWindow):
         self.patch_timer.start()
 
     # -- display --------------------------------------------------------------------
-    def display(self, estimate, reference=None):
-        """``(array, levels)`` to show an estimate with: stretched to its range, or as solved in [0, 1]."""
-        if not self.actions.stretch.isChecked():
-            return estimate, (0.0, 1.0)
-        return estimate, _levels(estimate)
+    def display(self, estimate, *, reference=None, mask=None):
+        """``(array, levels, record)`` to show an estimate by the one display rule (:mod:`lbdviewer.display`).
 
-    def display_rule(self):
-        return ("min-max stretch of the estimate" if self.actions.stretch.isChecked()
-                else "as solved, 0 to 1")
+        With View > Stretch on: fitted to the original when there is one,
+        else percentiles; off: as solved, clipped to [0, 1]. ``record`` names
+        the rule for the exports' sidecars.
+        """
+        if self.actions.stretch.isChecked():
+            shown = display_stretch(estimate, mask=mask, reference=reference)
+        else:
+            shown = display_original(estimate)
+        return shown.image, (0.0, 1.0), shown.record()
 
     def restretch(self):
         if self.session.live is not None:
@@ -503,10 +507,10 @@ class MainWindow(QMainWindow):
         update = run.update
         if update is None:
             return
-        shown, levels = self.display(update.estimate, reference=run.patch)
+        shown, levels, display = self.display(update.estimate, reference=run.patch)
         self.live.estimate.show_array(shown, levels=levels, metadata={"patch_xy": [x, y],
                                                                       "iteration": update.iteration,
-                                                                      "display": self.display_rule()})
+                                                                      "display": display})
         self.live.show_progress(run.summary(), update.objective, update.bit_consistency)
 
     def _on_live_finished(self, completed):
@@ -542,9 +546,11 @@ class MainWindow(QMainWindow):
         if run.estimate is None:
             panel.result.clear_array()
         else:
-            shown, levels = self.display(run.estimate, reference=None if run.features else self.session.image)
+            has_original = self.session.source != self.session.features_source
+            shown, levels, display = self.display(run.estimate, reference=self.session.image if has_original else None,
+                                                  mask=None if run.result is None else run.result.covered)
             panel.result.show_array(shown, levels=levels, metadata={"status": run.status, "stale": run.stale,
-                                                                    "display": self.display_rule()})
+                                                                    "display": display})
         panel.result.set_dimmed(run.stale or run.status != "completed")
         panel.metrics_label.setText(run.metrics_text())
         if run.status != "completed":

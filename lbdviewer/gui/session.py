@@ -18,12 +18,14 @@ This module must not import Qt (its tests run without a display).
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from lbdviewer.gui import jobs
 from lbdviewer.operators import DescriptorOperator
+from lbdviewer.reconstruct import default_method
 
 #: What subscribers hear about: a new image, a new pattern/operator, new
 #: sites, a live run's record, the whole-image run's record.
@@ -95,6 +97,14 @@ class WholeRun:
         The image source it ran on (path, ``sample:NAME`` or feature file).
     error : str or None
         Why a failed run failed.
+    features : bool
+        The run inverts a feature file (no pixels) rather than the image's own descriptors.
+    site_count : int
+        Patch sites the run started with.
+    started : float
+        ``time.perf_counter()`` at the start.
+    seconds : float or None
+        Wall-clock time from start to end (the core's own timing when it completed).
     """
 
     parameters: dict
@@ -110,6 +120,9 @@ class WholeRun:
     stale: bool = False
     error: str | None = None
     features: bool = False
+    site_count: int = 0
+    started: float = 0.0
+    seconds: float | None = None
 
     @property
     def iterations(self):
@@ -316,13 +329,15 @@ class Session:
         if len(self.sites) == 0:
             raise ValueError("no patch site fits in the image with these parameters")
         p = dict(self.parameters)
-        self._set_whole(WholeRun(p, jobs.whole_image_method(p), p["mode"], self.source))
+        self._set_whole(WholeRun(p, jobs.whole_image_method(p), p["mode"], self.source,
+                                 site_count=len(self.sites), started=time.perf_counter()))
         return jobs.whole_image_updates(self.image, self.pattern, self.sites, p)
 
     def start_features(self):
         """Record the inversion of the open feature file; return the generator a worker runs."""
         p = {**self.parameters, "features": self.features_source, "descriptor": self.features.descriptor}
-        self._set_whole(WholeRun(p, "joint default", "joint", self.features_source, features=True))
+        self._set_whole(WholeRun(p, default_method("joint", True), "joint", self.features_source, features=True,
+                                 site_count=len(self.features.keypoints.x), started=time.perf_counter()))
         return jobs.feature_updates(self.features, self.parameters)
 
     def whole_progress(self, update):
@@ -330,13 +345,15 @@ class Session:
         if self.whole is None or self.whole.status != "running":
             return
         run = replace(self.whole, fraction=update.fraction,
-                      estimate=update.image if update.image is not None else self.whole.estimate)
+                      estimate=update.image if update.image is not None else self.whole.estimate,
+                      iterations_run=update.iterations_run if update.iterations_run is not None
+                      else self.whole.iterations_run)
         if update.result is not None:
             metrics = update.metrics
             if metrics is None and self.whole.features and self.source != self.features_source:
                 metrics = jobs.image_metrics(self.image, update.result)
             run = replace(run, result=update.result, method=update.result.method, mode=update.result.mode,
-                          estimate=update.result.image, metrics=metrics, iterations_run=update.iterations_run)
+                          estimate=update.result.image, metrics=metrics, seconds=float(update.result.seconds))
         self._set_whole(run)
 
     def whole_ended(self, completed):
@@ -346,7 +363,8 @@ class Session:
         if completed and self.whole.result is not None:
             self._set_whole(replace(self.whole, status="completed", fraction=1.0))
         else:
-            self._set_whole(replace(self.whole, status="cancelled", result=None, metrics=None))
+            self._set_whole(replace(self.whole, status="cancelled", result=None, metrics=None,
+                                    seconds=time.perf_counter() - self.whole.started))
 
     def whole_failed(self, message):
         if self.whole is not None:
@@ -360,3 +378,12 @@ class Session:
     def has_whole_result(self):
         """A completed whole-image run exists (stale or not)."""
         return self.whole is not None and self.whole.status == "completed"
+
+    def live_ended_with_update(self):
+        """The live run has ended (completed or stopped) after at least one iteration: it can be exported."""
+        return self.live is not None and self.live.status != "running" and self.live.update is not None
+
+    def whole_estimate_ended(self):
+        """The whole-image run has ended with an estimate (completed, or a cancelled partial one)."""
+        return (self.whole is not None and self.whole.status in ("completed", "cancelled")
+                and self.whole.estimate is not None)

@@ -1,112 +1,167 @@
-"""The records written beside the app's exports, built from what ran.
+"""The run records written beside the app's exports, built from what ran.
 
-Every export carries a JSON record of what it shows: the image it came from
-(with the SHA-256 of the file), the pattern, and for reconstructions the
-run as the worker reported it (:class:`~lbdviewer.gui.session.LiveRun`,
+Every export carries a :mod:`lbdviewer.records` run record of what it shows:
+the image it came from (with the SHA-256 of the bytes that were loaded), and
+for reconstructions the run as the worker reported it
+(:class:`~lbdviewer.gui.session.LiveRun`,
 :class:`~lbdviewer.gui.session.WholeRun`): the solver the core actually ran,
 the iterations it did, whether it stopped early at a fixed point, whether it
 completed or was cancelled, its seconds and metrics. Nothing here reads the
-parameter form: a run's ``parameters`` are the ones it started with.
+parameter form: a run's parameters are the ones it started with, and where
+the core reports what it used (``ImageResult.params``) those win.
 
-Qt-free; :func:`lbdviewer.io.save_json` writes the records as strict JSON.
+Qt-free; :func:`lbdviewer.records.write_sidecar` writes the records as strict JSON.
 """
 
 from __future__ import annotations
 
-#: Version of the records' layout.
-SCHEMA = "lbdviewer.app-export/1"
+import os
+from dataclasses import dataclass, field
+
+from lbdviewer import metrics, records
+
 #: Panels that show the live run, and those that show the whole-image run.
 LIVE_PANELS = ("live-original", "live-reconstruction")
 WHOLE_PANELS = ("reconstruction",)
 
 
-def image_record(session):
-    """Where the document's pixels came from."""
+@dataclass(frozen=True)
+class RanResult:
+    """What a whole-image run did, in the attributes :func:`lbdviewer.records.solver_record` reads.
+
+    Completed whole-image runs take everything from the core's
+    ``ImageResult`` and add the iterations the whole-image solver ran;
+    cancelled runs have the solver, mode and budget they started with and
+    the iterations done before the cancel. A live run has its solver and
+    budget here, its iterations in its final ``SolverState``.
+    """
+
+    method: str
+    mode: str
+    iterations: int | None
+    iterations_run: int | None
+    solver_bit_consistency: float | None
+    seconds: float | None
+    params: dict = field(default_factory=dict)
+
+
+def source_record(session, *, crop=None, array=None):
+    """Where the document's pixels came from: the file's SHA-256 as loaded, and the pixels' own.
+
+    Same keys as :func:`lbdviewer.records.image_source`; the file hash is the
+    one taken when the file was read (a file changed on disk since is not
+    re-read). ``array`` (default: the whole image) and ``crop`` describe the
+    part used.
+    """
     if session.image is None:
         return None
-    return {"source": session.source, "sha256": session.sha256, "shape": list(session.image.shape),
-            "feature_file": session.features_source}
+    source = session.source
+    if source.startswith("sample:"):
+        name = source.split(":", 1)[1]
+        record = {"kind": "sample", "name": name, "path": None, "sha256": session.sha256}
+    else:
+        record = {"kind": "file", "name": os.path.basename(source), "path": source, "sha256": session.sha256}
+    pixels = session.image if array is None else array
+    record["shape"] = [int(s) for s in pixels.shape]
+    record["pixels_sha256"] = records.pixels_sha256(pixels)
+    record["crop"] = None if crop is None else [int(c) for c in crop]
+    if session.features is not None:
+        record["feature_file"] = session.features_source
+        if source == session.features_source:
+            record["kind"], record["pixels_sha256"] = "feature file (no pixels)", None
+    return record
 
 
-def live_record(run):
-    """The live solver's run: what it was started with and what it did."""
-    if run is None:
-        return None
+def _app_parameters(parameters, exclude=()):
+    """The app's parameters the core does not report itself (family, seed, site rule, ...)."""
+    renamed = {("site_rule" if key == "sites" else key): value for key, value in parameters.items()}
+    return {key: value for key, value in renamed.items() if key not in exclude and key != "solver"}
+
+
+def live_record(kind, session, *, display=None, extra=None):
+    """The record of an export showing the live run (ended: completed, or stopped by the user)."""
+    run = session.live
+    if run is None or run.update is None or run.status == "running":
+        raise ValueError("the live run must have ended (completed or stopped) to be exported")
     update = run.update
-    return {
-        "kind": "live patch",
-        "status": run.status,
-        "solver": run.method,
-        "binary": run.parameters.get("binary"),
-        "patch_xy": list(run.patch_xy),
-        "iterations_budget": run.parameters.get("iterations"),
-        "iterations_run": run.iterations_run,
-        "stopped_early": None if update is None else bool(update.stopped_early),
-        "stop_reason": None if update is None else update.stop_reason() or None,
-        "bit_consistency": (None if update is None or update.bit_consistency is None
-                            else float(update.bit_consistency[-1])),
-        "objective": None if update is None or not len(update.objective) else float(update.objective[-1]),
-        "seconds": None if update is None else float(update.seconds),
-        "parameters": dict(run.parameters),
-    }
+    p = run.parameters
+    x, y = run.patch_xy
+    parameters = {key: p[key] for key in ("family", "patch_size", "m", "seed", "binary", "iterations")}
+    parameters["method"] = run.method
+    parameters["sparsity" if run.method == "biht" else "lam"] = p["sparsity" if run.method == "biht" else "lam"]
+    parameters["patch_xy"] = [x, y]
+    quality = {"psnr_db": float(metrics.psnr(run.patch, update.estimate)),
+               "correlation": float(metrics.correlation(run.patch, update.estimate))}
+    solved = RanResult(run.method, "live patch", int(p["iterations"]), None, None, float(update.seconds))
+    return records.run_record(
+        kind, state=update.state, result=solved, status="completed" if run.status == "completed" else "cancelled",
+        metrics=quality,
+        source=source_record(session, crop=(y, x, run.patch.shape[0]), array=run.patch),
+        parameters=parameters, display=display, extra={"stop": run.summary(), **(extra or {})})
 
 
-def whole_record(run):
-    """The whole-image run: solver and mode the core ran, iterations, status, metrics, seconds."""
-    if run is None:
-        return None
+def ran_result(run):
+    """The :class:`RanResult` of a whole-image run that completed or was cancelled."""
     result = run.result
-    return {
-        "kind": "feature-file inversion" if run.features else "whole image",
-        "status": run.status,
-        "current": not run.stale,
-        "solver": run.method,
-        "mode": run.mode,
-        "sites": None if result is None else result.params.get("sites"),
-        "iterations_budget": run.iterations,
-        "iterations_run": run.iterations_run,
-        "stopped_early": run.stopped_early,
-        "fraction_done": float(run.fraction),
-        "seconds": None if result is None else float(result.seconds),
-        "solver_bit_consistency": None if result is None else result.solver_bit_consistency,
-        "metrics": run.metrics,
-        "source": run.source,
-        "core_parameters": None if result is None else dict(result.params),
-        "parameters": dict(run.parameters),
-        "error": run.error,
-    }
+    if result is not None:
+        return RanResult(result.method, result.mode, int(result.iterations), run.iterations_run,
+                         result.solver_bit_consistency, float(result.seconds), dict(result.params))
+    p = run.parameters
+    params = {"mode": run.mode, "method": run.method, "iterations": run.iterations, "sites": run.site_count,
+              "m": p["m"], "binary": p["binary"], "patch_size": [p["patch_size"]]}
+    params["sparsity" if run.method == "biht" else "lam"] = p["sparsity" if run.method == "biht" else "lam"]
+    return RanResult(run.method, run.mode, run.iterations, run.iterations_run, None, run.seconds, params)
 
 
-def _base(session, kind):
-    return {
-        "schema": SCHEMA,
-        "export": kind,
-        "image": image_record(session),
-        "pattern": None if session.pattern is None else session.pattern.describe_params(),
-    }
+def whole_record(kind, session, *, display=None, extra=None):
+    """The record of an export showing the whole-image run (completed, or cancelled: then partial)."""
+    run = session.whole
+    if run is None or run.status not in ("completed", "cancelled"):
+        raise ValueError("the whole-image run must have completed or been cancelled to be exported")
+    ran = ran_result(run)
+    return records.run_record(
+        kind, result=ran, status=run.status, metrics=run.metrics or {}, source=source_record(session),
+        parameters=_app_parameters(run.parameters, exclude=ran.params), display=display,
+        extra={"current": not run.stale, "fraction_done": float(run.fraction),
+               "what": "feature-file inversion" if run.features else "whole image", **(extra or {})})
+
+
+def pattern_record(kind, session, *, display=None, extra=None):
+    """The record of an export of the image or the pattern's panels (nothing solved)."""
+    parameters = {"pattern": None if session.pattern is None else session.pattern.describe_params()}
+    return records.run_record(kind, source=source_record(session), parameters=parameters, display=display,
+                              extra=extra)
 
 
 def panel_record(session, name, metadata):
-    """The record of panel ``name`` (its canvas ``metadata`` says what it shows)."""
-    record = {**_base(session, f"panel {name}"), "shown": dict(metadata)}
+    """The record of panel ``name``; ``metadata`` (what its canvas shows) goes under ``extra["shown"]``."""
+    display = metadata.get("display")
+    extra = {"shown": {key: value for key, value in metadata.items() if key != "display"}}
     if name in LIVE_PANELS:
-        record["run"] = live_record(session.live)
-    elif name in WHOLE_PANELS:
-        record["run"] = whole_record(session.whole)
-    return record
+        return live_record(f"panel:{name}", session, display=display, extra=extra)
+    if name in WHOLE_PANELS:
+        return whole_record(f"panel:{name}", session, display=display, extra=extra)
+    return pattern_record(f"panel:{name}", session, display=display, extra=extra)
 
 
 def figure_record(session, key, metadata):
-    """The record of composed figure ``key``; ``metadata`` maps each panel to what it shows."""
-    record = {**_base(session, f"figure {key}"), "shown": {name: dict(m) for name, m in metadata.items()}}
+    """The record of composed figure ``key``; ``metadata`` maps each panel to what its canvas shows."""
+    display = {name: m["display"] for name, m in metadata.items() if "display" in m} or None
+    extra = {"shown": {name: {k: v for k, v in m.items() if k != "display"} for name, m in metadata.items()}}
     if key == "live":
-        record["run"] = live_record(session.live)
-    elif key == "whole":
-        record["run"] = whole_record(session.whole)
-    return record
+        return live_record(f"figure:{key}", session, display=display, extra=extra)
+    if key == "whole":
+        return whole_record(f"figure:{key}", session, display=display, extra=extra)
+    return pattern_record(f"figure:{key}", session, display=display, extra=extra)
 
 
-def families_record(session, parameters, families, display):
-    """The record of the families figure: one patch reconstructed with each family."""
-    return {**_base(session, "figure families"), "families": list(families), "parameters": dict(parameters),
-            "display": display}
+def families_record(session, patch_xy, parameters, families, displays):
+    """The record of the families figure: one patch reconstructed with each family's pattern."""
+    x, y = patch_xy
+    size = parameters["patch_size"]
+    used = {key: parameters[key] for key in ("patch_size", "m", "seed", "binary", "iterations")}
+    used["method"] = parameters["solver"]
+    return records.run_record(
+        "figure:families", source=source_record(session, crop=(y, x, size),
+                                                array=session.image[y : y + size, x : x + size]),
+        parameters=used, display=displays, extra={"families": list(families), "patch_xy": [x, y]})

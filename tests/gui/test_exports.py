@@ -1,21 +1,16 @@
 """Exports and the records beside them: pixel-exact PNGs, and sidecars that say what ran."""
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from lbdviewer.gui.export import read_png, sidecar_path, to_rgb, upscale
 from lbdviewer.gui.export_actions import ExportDialog, ExportOptions
+from lbdviewer.records import read_sidecar
 
 
 def strict_json(path):
-    """Parse a sidecar with a strict parser (NaN / Infinity refused)."""
-    def refuse(constant):
-        raise ValueError(f"non-strict JSON constant {constant}")
-
-    return json.loads(Path(path).read_text(), parse_constant=refuse)
+    """Read a sidecar: strict JSON (NaN / Infinity refused) following the run-record schema."""
+    return read_sidecar(path)
 
 
 def wait_live_done(qtbot, window, timeout=10000):
@@ -39,10 +34,10 @@ def test_panel_export_is_pixel_exact(qtbot, window, tmp_path):
     expected = np.repeat(np.repeat(np.round(patch * 255).astype(np.uint8), 4, 0), 4, 1)
     np.testing.assert_array_equal(read_png(png), np.repeat(expected[..., None], 3, axis=2))
     record = strict_json(sidecar)
-    assert sidecar == sidecar_path(png) and record["upscale_factor"] == 4
-    assert record["pattern"]["name"] == "brief" and record["versions"]["numpy"]
-    assert record["image"] == {"source": "test-image", "sha256": "0" * 64, "shape": [96, 96],
-                               "feature_file": None}
+    assert sidecar == sidecar_path(png) and record["extra"]["export"]["upscale_factor"] == 4
+    assert record["kind"] == "panel:patch" and record["solver"] is None
+    assert record["parameters"]["pattern"]["name"] == "brief" and record["versions"]["numpy"]
+    assert record["source"]["sha256"] == "0" * 64 and record["source"]["shape"] == [96, 96]
     png, sidecar = window.exports.export_panel("frame-vector", str(tmp_path / "frame.png"), factor=3)
     np.testing.assert_array_equal(read_png(png), upscale(to_rgb(window.pattern_panel.frame.panel_array()), 3))
 
@@ -51,7 +46,7 @@ def test_the_maps_record_names_the_frame_vector_shown(qtbot, window, tmp_path):
     window.pattern_panel.spin.setValue(77)
     paths = window.exports.export_figure("maps", str(tmp_path / "maps"))
     record = strict_json(paths[1])
-    assert record["shown"]["frame-vector"]["frame_index"] == 77
+    assert record["extra"]["shown"]["frame-vector"]["frame_index"] == 77
     assert "L_77" in window.pattern_panel.frame.title_text()
     assert read_png(paths[0]).shape[1] > 3 * read_png(paths[0]).shape[0]  # three panels side by side
 
@@ -62,17 +57,19 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     window.controls.set_value("iterations", 55)  # an edit after the run must not leak into its record
     window.rebuild()
     png, sidecar = window.exports.export_figure("whole", str(tmp_path / f"whole-{mode}"))
-    run = strict_json(sidecar)["run"]
-    assert run["status"] == "completed" and run["mode"] == mode and run["current"] is False
-    assert run["solver"] == ("consistency" if mode == "joint" else "biht")  # not the form's "biht" for joint
-    assert run["parameters"]["iterations"] == 40 and run["seconds"] > 0
-    assert run["metrics"]["psnr_db"] > 0 and 0 < run["metrics"]["correlation"] <= 1
-    assert run["core_parameters"]["sites"] == len(window.session.sites) or mode == "patches"
+    record = strict_json(sidecar)
+    solver = record["solver"]
+    assert record["status"] == "completed" and solver["mode"] == mode and record["extra"]["current"] is False
+    assert solver["method"] == ("consistency" if mode == "joint" else "biht")  # not the form's "biht" for joint
+    assert record["parameters"]["iterations"] == solver["iterations_requested"] != 55 and record["seconds"] > 0
+    assert record["metrics"]["psnr_db"] > 0 and 0 < record["metrics"]["correlation"] <= 1
+    assert record["parameters"]["sites"] == len(window.session.sites) and record["parameters"]["site_rule"] == "grid"
+    assert record["display"]["reconstruction"]["rule"] == "fit"  # shown fitted to the original
     if mode == "joint":
-        assert 1 <= run["iterations_run"] <= run["iterations_budget"]
-        assert run["stopped_early"] == (run["iterations_run"] < run["iterations_budget"])
+        assert 1 <= solver["iterations_run"] <= solver["iterations_requested"]
+        assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
     else:
-        assert run["iterations_run"] is None and run["iterations_budget"] == 40
+        assert solver["iterations_run"] is None and solver["iterations_requested"] == 40
     assert read_png(png).shape == (96 * 5, 2 * 96 * 5 + 4, 3)
 
 
@@ -91,9 +88,9 @@ def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):
     with pytest.raises(ValueError, match="nothing to show"):
         window.exports.export_figure("whole", str(tmp_path / "whole"))
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "partial.png"))
-    run = strict_json(sidecar)["run"]
-    assert run["status"] == "cancelled" and run["metrics"] is None and run["fraction_done"] < 1
-    assert run["parameters"]["offset"] == 1
+    record = strict_json(sidecar)
+    assert record["status"] == "cancelled" and record["metrics"] == {} and record["extra"]["fraction_done"] < 1
+    assert record["parameters"]["offset"] == 1 and record["solver"]["method"] == "consistency"
 
 
 def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
@@ -104,13 +101,15 @@ def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
     wait_live_done(qtbot, window, timeout=60000)
     assert not window.live.consistency_plot.isVisible() and window.live.consistency_note.isVisible()
     paths = window.exports.export_figure("live", str(tmp_path / "live"))
-    run = strict_json(paths[1])["run"]
-    assert (run["solver"], run["binary"], run["bit_consistency"]) == ("primal-dual", False, None)
-    assert run["iterations_run"] == 15 and run["stopped_early"] is False and run["status"] == "completed"
+    record = strict_json(paths[1])
+    solver = record["solver"]
+    assert (solver["method"], record["parameters"]["binary"], solver["bit_consistency"]) == ("primal-dual", False,
+                                                                                             None)
+    assert solver["iterations_run"] == 15 and solver["stopped_early"] is False and record["status"] == "completed"
     reconstruct(qtbot, window, mode="joint", offset=8)
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "real.png"))
-    whole = strict_json(sidecar)["run"]
-    assert whole["solver"] == "primal-dual" and whole["solver_bit_consistency"] is None
+    whole = strict_json(sidecar)["solver"]
+    assert whole["method"] == "primal-dual" and whole["bit_consistency"] is None
 
 
 def test_exports_remember_their_own_folder(qtbot, window, tmp_path):

@@ -10,6 +10,7 @@ from PyQt6.QtCore import QMimeData, QPoint, QPointF, Qt, QThreadPool, QUrl
 from PyQt6.QtGui import QDragEnterEvent, QDropEvent
 
 from lbdviewer import io
+from lbdviewer.display import display_stretch
 
 
 def drop_file(window, path):
@@ -214,7 +215,9 @@ def test_whole_image_reconstruction_runs_to_completion(qtbot, window, mode):
     assert blocker.args == [True]
     run = window.session.whole
     assert run.status == "completed" and run.result.image.shape == (96, 96) and run.result.mode == mode
-    np.testing.assert_array_equal(window.whole.result.array, run.result.image)
+    shown = display_stretch(run.result.image, mask=run.result.covered, reference=window.session.image)
+    np.testing.assert_array_equal(window.whole.result.array, shown.image)  # the one display rule
+    assert window.whole.result.metadata["display"] == shown.record()
     assert window.whole.progress.value() == 100
     assert window.whole.metrics_label.text().startswith("PSNR")
     assert not window.whole.result.is_dimmed()
@@ -266,10 +269,12 @@ def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, wind
     window.parameters.iterations = 20
     with qtbot.waitSignal(window.whole_finished, timeout=20000):
         window.load_path(str(features))
-    inverted = window.whole.result.array.copy()
+    inversion = window.session.whole.result
+    assert window.whole.result.metadata["display"]["rule"] == "percentile"  # no original to fit to
     assert "PSNR" not in window.whole.metrics_label.text()  # nothing to compare with yet
     load(qtbot, window, original)
-    np.testing.assert_array_equal(window.whole.result.array, inverted)  # the inversion stays
+    assert window.session.whole.result is inversion  # the inversion stays ...
+    assert window.whole.result.metadata["display"]["rule"] == "fit"  # ... now shown fitted to the original
     np.testing.assert_allclose(window.whole.original.array, window.session.image)
     assert window.session.image.any() and len(window.source.keypoints_item.data) > 0
     assert "r = " in window.whole.metrics_label.text()

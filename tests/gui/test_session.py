@@ -11,6 +11,7 @@ from lbdviewer.gui import sidecars
 from lbdviewer.gui.model import Parameters
 from lbdviewer.gui.session import Session
 from lbdviewer.io import dumps_strict
+from lbdviewer.records import check_record
 
 
 @pytest.fixture
@@ -48,11 +49,14 @@ def test_a_joint_run_records_the_solver_it_ran_not_the_form(session):
     run_to_end(session, session.start_whole())
     run = session.whole
     assert run.status == "completed" and run.method == "consistency"  # ... the joint solve ran sign consistency
-    record = sidecars.whole_record(run)
-    assert record["solver"] == "consistency" and record["mode"] == "joint" and record["status"] == "completed"
-    assert record["iterations_run"] is not None and 1 <= record["iterations_run"] <= record["iterations_budget"]
-    assert record["stopped_early"] == (record["iterations_run"] < record["iterations_budget"])
-    assert record["seconds"] > 0 and record["metrics"]["psnr_db"] > 0 and record["current"] is True
+    record = check_record(sidecars.whole_record("figure:whole", session))
+    solver = record["solver"]
+    assert (solver["method"], solver["mode"], record["status"]) == ("consistency", "joint", "completed")
+    assert solver["iterations_run"] is not None and 1 <= solver["iterations_run"] <= solver["iterations_requested"]
+    assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
+    assert record["seconds"] > 0 and record["metrics"]["psnr_db"] > 0 and record["extra"]["current"] is True
+    assert record["parameters"]["method"] == "consistency" and "solver" not in record["parameters"]
+    assert record["source"]["sha256"] == "ab" * 32 and record["source"]["name"] == "test"
     json.loads(dumps_strict(record))  # strict JSON
 
 
@@ -63,7 +67,7 @@ def test_a_parameter_edit_marks_the_result_stale_and_back(session):
     session.rebuild({**current, "m": 64})
     assert session.whole.stale
     assert session.whole.title().startswith("Previous run") and session.whole.metrics_text().startswith("Previous run:")
-    assert sidecars.whole_record(session.whole)["current"] is False
+    assert sidecars.whole_record("figure:whole", session)["extra"]["current"] is False
     session.rebuild(current)
     assert not session.whole.stale and not session.whole.metrics_text().startswith("Previous")
 
@@ -77,16 +81,19 @@ def test_a_cancelled_run_keeps_no_result_and_no_metrics(session):
     assert run.metrics_text() == ""  # the previous run's metrics are not shown under "cancelled"
     assert run.title().startswith("Cancelled")
     assert not session.has_whole_result()
-    record = sidecars.whole_record(run)
-    assert record["status"] == "cancelled" and record["metrics"] is None and record["fraction_done"] < 1
+    record = check_record(sidecars.whole_record("panel:reconstruction", session))
+    assert record["status"] == "cancelled" and record["metrics"] == {} and record["extra"]["fraction_done"] < 1
+    assert record["solver"]["method"] == "consistency" and record["parameters"]["offset"] == 4
+    assert record["seconds"] > 0 and record["solver"]["iterations_run"] >= 1
 
 
 def test_a_patchwise_run_records_patchwise_biht(session):
     session.rebuild({**session.parameters, "mode": "patches"})
     run_to_end(session, session.start_whole())
-    record = sidecars.whole_record(session.whole)
-    assert (record["mode"], record["solver"], record["status"]) == ("patches", "biht", "completed")
-    assert record["iterations_budget"] == 30 and record["iterations_run"] is None  # each patch runs its own
+    record = sidecars.whole_record("figure:whole", session)
+    solver = record["solver"]
+    assert (solver["mode"], solver["method"], record["status"]) == ("patches", "biht", "completed")
+    assert solver["iterations_requested"] == 30 and solver["iterations_run"] is None  # each patch runs its own
 
 
 def test_a_real_valued_live_run_has_no_bit_consistency(session):
@@ -95,9 +102,11 @@ def test_a_real_valued_live_run_has_no_bit_consistency(session):
     for update in items:
         session.live_progress(update)
     session.live_ended(True)
-    record = sidecars.live_record(session.live)
-    assert record["solver"] == "primal-dual" and record["binary"] is False
-    assert record["bit_consistency"] is None and record["iterations_run"] == 5 and record["status"] == "completed"
+    record = check_record(sidecars.live_record("figure:live", session))
+    assert record["solver"]["method"] == record["parameters"]["method"] == "primal-dual"
+    assert record["parameters"]["binary"] is False and record["solver"]["bit_consistency"] is None
+    assert record["solver"]["iterations_run"] == 5 and record["status"] == "completed"
+    assert record["source"]["crop"] == [8, 8, 16]
     np.testing.assert_array_equal(session.live.patch, session.image[8:24, 8:24])
 
 
@@ -109,7 +118,8 @@ def test_a_live_biht_run_says_when_it_stopped_early(session):
     update = session.live.update
     assert update.finished and update.stopped_early and update.iteration < 500  # BIHT reached a fixed point
     assert session.live.summary().startswith(f"stopped at iteration {update.iteration}: ")
-    assert sidecars.live_record(session.live)["stopped_early"] is True
+    solver = sidecars.live_record("panel:live-reconstruction", session)["solver"]
+    assert solver["stopped_early"] is True and solver["iterations_run"] == update.iteration
 
 
 def test_no_site_refuses_to_start(make_image):
