@@ -13,7 +13,7 @@ import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Q
 
 import numpy as np
 import pyqtgraph as pg
-from PyQt6.QtCore import Qt
+from PyQt6.QtCore import QRectF, Qt
 from PyQt6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from lbdviewer.gui.export import PanelArray
@@ -158,8 +158,14 @@ class ImageCanvas(QWidget):
     def is_dimmed(self):
         return self.image_item.opacity() < 1.0
 
-    def show_array(self, array, *, levels=(0.0, 1.0), metadata=None, autorange=None):
-        """Show ``array`` with fixed ``levels``; re-frame the view if its shape changed."""
+    def show_array(self, array, *, levels=(0.0, 1.0), metadata=None, autorange=None, preview=None):
+        """Show ``array`` with fixed ``levels``; re-frame the view if its shape changed.
+
+        ``preview`` (a :class:`~lbdviewer.gui.jobs.Preview` of ``array``,
+        made on a worker thread) is drawn instead of a large array, scaled to
+        cover the array's pixels; ``array`` is still what the canvas holds and
+        exports.
+        """
         array = np.asarray(array)
         reshaped = self.array is None or self.array.shape[:2] != array.shape[:2]
         self.array = array
@@ -167,7 +173,9 @@ class ImageCanvas(QWidget):
         if self.levels[1] <= self.levels[0]:
             self.levels = (self.levels[0], self.levels[0] + 1.0)
         self.metadata = dict(metadata or {})
-        self.image_item.setImage(array, levels=self.levels, autoLevels=False)
+        drawn, scale = (array, 1) if preview is None else (preview.image, preview.scale)
+        self.image_item.setImage(drawn, levels=self.levels, autoLevels=False)
+        self.image_item.setRect(QRectF(0, 0, drawn.shape[1] * scale, drawn.shape[0] * scale))
         if self.colorbar is not None:
             self.colorbar.setLevels(self.levels)
         if reshaped if autorange is None else autorange:
@@ -234,7 +242,7 @@ class PatchCanvas(ImageCanvas):
     """
 
     PAIR_RGB = (255, 170, 0)
-    FIELD_COLOUR = (0, 230, 255, 60)
+    FIELD_COLOUR = (0, 230, 255, 45)
     SELECTED_COLOUR = (255, 40, 40)
 
     def __init__(self, title, parent=None):

@@ -30,13 +30,66 @@ class LoadedFile:
     ``kind`` is ``"image"`` (``content``: float image (H, W) in [0, 1]) or
     ``"features"`` (``content``: :class:`lbdviewer.features.FeatureSet`);
     ``source`` is the absolute path, or ``"sample:NAME"`` for a shipped
-    sample; ``sha256`` is the hex digest of the file's bytes.
+    sample; ``sha256`` is the hex digest of the file's bytes; ``start_xy``
+    is where the patch selector starts on an image (:func:`textured_position`);
+    ``preview`` is what views draw of a large image (:func:`make_preview`).
     """
 
     kind: str
     source: str
     content: object
     sha256: str
+    start_xy: tuple | None = None
+    preview: object = None
+
+
+#: Images with a longer side than this are drawn from a block-mean preview.
+PREVIEW_SIDE = 1024
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A smaller image to draw in place of a large one: each pixel the mean of a ``scale x scale`` block."""
+
+    image: np.ndarray
+    scale: int
+
+
+def make_preview(image, max_side=PREVIEW_SIDE):
+    """A :class:`Preview` of ``image`` no longer than ``max_side`` on either side, or None if it is small.
+
+    Drawing a 9-Mpixel float image costs the GUI thread about 0.3 s per
+    frame; a preview made here, on the worker thread, costs it almost nothing.
+    Pixels beyond the last whole block are left out of the preview only.
+
+    Examples
+    --------
+    >>> preview = make_preview(np.arange(36.0).reshape(6, 6), max_side=3)
+    >>> preview.scale, preview.image.tolist()
+    (2, [[3.5, 5.5, 7.5], [15.5, 17.5, 19.5], [27.5, 29.5, 31.5]])
+    """
+    scale = -(-max(image.shape) // max_side)
+    if scale <= 1:
+        return None
+    rows, cols = image.shape[0] // scale, image.shape[1] // scale
+    blocks = image[: rows * scale, : cols * scale].reshape(rows, scale, cols, scale)
+    return Preview(blocks.mean(axis=(1, 3), dtype=np.float64).astype(np.float32), int(scale))
+
+
+def textured_position(image, patch_size):
+    """Top-left (x, y) of the non-overlapping patch with the widest grey range: a telling first patch.
+
+    Examples
+    --------
+    >>> image = np.zeros((8, 8)); image[4:, 0:4] = np.eye(4)
+    >>> textured_position(image, 4)
+    (0, 4)
+    """
+    rows, cols = image.shape[0] // patch_size, image.shape[1] // patch_size
+    blocks = image[: rows * patch_size, : cols * patch_size].reshape(rows, patch_size, cols, patch_size)
+    spread = blocks.max(axis=(1, 3)) - blocks.min(axis=(1, 3))
+    row, col = np.unravel_index(int(np.argmax(spread)), spread.shape)
+    return int(col * patch_size), int(row * patch_size)
 
 
 def file_sha256(path, *, block=1 << 20):
@@ -48,30 +101,34 @@ def file_sha256(path, *, block=1 << 20):
     return digest.hexdigest()
 
 
-def load_file(path, kind="image"):
+def load_file(path, kind="image", *, patch_size=32):
     """Read an image (``kind="image"``) or a feature file (``"features"``); yield one :class:`LoadedFile`.
 
     A generator so that the worker layer can run it off the GUI thread; the
     core's loaders check the file (and its declared size) and raise
-    ``ValueError`` naming the file and the reason.
+    ``ValueError`` naming the file and the reason. Everything that scales
+    with the image (decoding, hashing, finding the first patch) happens here.
     """
     if kind == "image":
         content = io.load_image(path)
+        start = textured_position(content, patch_size) if min(content.shape) >= patch_size else (0, 0)
+        preview = make_preview(content)
     elif kind == "features":
         from lbdviewer.features import load_features
 
-        content = load_features(path)
+        content, start, preview = load_features(path), None, None
     else:
         raise ValueError(f"kind must be 'image' or 'features', got {kind!r}")
-    yield LoadedFile(kind, os.path.abspath(path), content, file_sha256(path))
+    yield LoadedFile(kind, os.path.abspath(path), content, file_sha256(path), start, preview)
 
 
-def load_sample(name):
+def load_sample(name, *, patch_size=32):
     """Read the shipped sample ``name``; yield one :class:`LoadedFile` (source ``"sample:NAME"``)."""
     samples = io.sample_images()
     if name not in samples:
         raise ValueError(f"name must be one of {sorted(samples)}, got {name!r}")
-    yield LoadedFile("image", f"sample:{name}", io.load_image(samples[name]), file_sha256(samples[name]))
+    image = io.load_image(samples[name])
+    yield LoadedFile("image", f"sample:{name}", image, file_sha256(samples[name]), textured_position(image, patch_size))
 
 
 @dataclass(frozen=True)

@@ -287,10 +287,10 @@ class MainWindow(QMainWindow):
         """
         kind = "features" if str(path).lower().endswith(".npz") else "image"
         self.show_status(f"Opening {path}…", 0)
-        self.loader.start(jobs.load_file(path, kind))
+        self.loader.start(jobs.load_file(path, kind, patch_size=self.parameters.patch_size))
 
     def load_sample(self, name):
-        self.loader.start(jobs.load_sample(name))
+        self.loader.start(jobs.load_sample(name, patch_size=self.parameters.patch_size))
 
     def _on_loaded(self, loaded):
         self.statusBar().clearMessage()
@@ -298,10 +298,12 @@ class MainWindow(QMainWindow):
             self._open_features(loaded)
         elif self._fits_patch(loaded.content.shape, loaded.source):
             if self.session.is_original_of_features(loaded.content):
-                self.session.set_features_original(loaded.content, loaded.source, sha256=loaded.sha256)
+                self.session.set_features_original(loaded.content, loaded.source, sha256=loaded.sha256,
+                                                   preview=loaded.preview)
             else:
                 self.whole_runner.stop()
-                self.session.set_image(loaded.content, loaded.source, sha256=loaded.sha256)
+                self.session.set_image(loaded.content, loaded.source, sha256=loaded.sha256,
+                                       start_xy=loaded.start_xy, preview=loaded.preview)
         else:
             return
         if not loaded.source.startswith("sample:"):
@@ -358,14 +360,17 @@ class MainWindow(QMainWindow):
         height, width = image.shape
         if session.features is not None and session.source != session.features_source:  # the original arrived
             self.source.set_image(image, f"{session.name} with the {len(session.features.keypoints.x)} "
-                                         f"{session.features.descriptor} keypoints of the feature file")
-            self.whole.original.show_array(image, autorange=True, metadata={"source": session.source})
+                                         f"{session.features.descriptor} keypoints of the feature file",
+                                  preview=session.preview)
+            self.whole.original.show_array(image, autorange=True, metadata={"source": session.source},
+                                           preview=session.preview)
             self.whole.original.set_title(f"Original: {session.name}")
             self.rebuild()
             return
         self.source.set_keypoints(None)
-        self.source.set_image(image, f"{session.name}  ({width}x{height})")
-        self.whole.original.show_array(image, autorange=True, metadata={"source": session.source})
+        self.source.set_image(image, f"{session.name}  ({width}x{height})", preview=session.preview)
+        self.whole.original.show_array(image, autorange=True, metadata={"source": session.source},
+                                       preview=session.preview)
         self.whole.original.set_title("Original")
         self.whole.result.clear_array("Reconstruction (Ctrl+R)")
         self.whole.result.set_dimmed(False)
@@ -373,7 +378,7 @@ class MainWindow(QMainWindow):
         self.whole.edges_box.setChecked(False)
         self.whole.progress.setValue(0)
         self.whole.metrics_label.setText("")
-        self.source.set_patch_position(*session.textured_position(self.parameters.patch_size))
+        self.source.set_patch_position(*session.start_xy)
         self.setWindowTitle(f"lbdviewer — {session.name}")
         self.rebuild()
 

@@ -70,9 +70,9 @@ class SourceView(ImageCanvas):
             return
         self.keypoints_item.setData(np.asarray(x) + 0.5, np.asarray(y) + 0.5, size=np.maximum(np.asarray(size), 2.0))
 
-    def set_image(self, image, title):
-        """Show ``image`` and keep the patch selector inside it."""
-        self.show_array(image, autorange=True)
+    def set_image(self, image, title, *, preview=None):
+        """Show ``image`` (drawn from ``preview`` when given) and keep the patch selector inside it."""
+        self.show_array(image, autorange=True, preview=preview)
         self.set_title(title)
         height, width = image.shape
         self.roi.maxBounds = QRectF(0, 0, width, height)
@@ -247,6 +247,7 @@ class LivePanel(QWidget):
 
         buttons = QHBoxLayout()
         for widget in (self.play_button, self.step_button, self.stop_button):
+            widget.setMaximumWidth(widget.fontMetrics().horizontalAdvance("Pause") + 28)
             buttons.addWidget(widget)
         buttons.addWidget(self.delay)
         buttons.addWidget(self.iteration_label, 1)
@@ -313,10 +314,10 @@ class WholeImagePanel(QWidget):
         self.progress.setRange(0, 100)
         self.progress.setValue(0)
         self.progress.setFormat("%p%")
-        self.edges_box = QCheckBox("Edges of the original")
+        self.edges_box = QCheckBox("edges")
         self.edges_box.setToolTip("Overlay the edges of the original on the reconstruction (as in the paper's Fig. 7)")
         self.metrics_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
-                                         align=Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                                         align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.run_button.clicked.connect(self.run_clicked)
         self.cancel_button.clicked.connect(self.cancel_clicked)
         self.edges_box.toggled.connect(self.edges_toggled)
@@ -325,8 +326,8 @@ class WholeImagePanel(QWidget):
         controls.addWidget(self.run_button)
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
+        controls.addWidget(self.edges_box)
         details = QHBoxLayout()
-        details.addWidget(self.edges_box)
         details.addWidget(self.metrics_label, 1)
         views = QHBoxLayout()
         views.addWidget(self.original)

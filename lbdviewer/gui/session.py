@@ -182,7 +182,7 @@ class WholeRun:
         if self.stopped_early:
             parts.append(f"stopped at iteration {self.iterations_run} of {self.result.iterations}")
         parts.append(f"{self.result.seconds:.1f} s")
-        text = "   ".join(parts)
+        text = "  ·  ".join(parts)
         return f"Previous run: {text}" if self.stale else text
 
 
@@ -207,6 +207,8 @@ class Session:
     image: np.ndarray | None = None
     source: str | None = None
     sha256: str | None = None
+    start_xy: tuple = (0, 0)
+    preview: object = None
     features: object = None
     features_source: str | None = None
     pattern: object = None
@@ -227,12 +229,21 @@ class Session:
             callback(name, value)
 
     # -- the document --------------------------------------------------------
-    def set_image(self, image, source, *, sha256=None):
-        """Open a float image (H, W) in [0, 1]; forget the feature file and every run."""
+    def set_image(self, image, source, *, sha256=None, start_xy=None, preview=None):
+        """Open a float image (H, W) in [0, 1]; forget the feature file and every run.
+
+        ``start_xy`` is where the patch selector starts (default: the most
+        textured patch of the current patch size, :func:`~lbdviewer.gui.jobs.textured_position`);
+        ``preview`` is what views draw of a large image (:func:`~lbdviewer.gui.jobs.make_preview`).
+        """
         image = np.ascontiguousarray(image, dtype=np.float64)
         if image.ndim != 2:
             raise ValueError(f"image must be 2-D (H, W), got shape {image.shape}")
-        self.image, self.source, self.sha256 = image, source, sha256
+        if start_xy is None:
+            size = self.parameters.get("patch_size", 32)
+            start_xy = jobs.textured_position(image, size) if min(image.shape) >= size else (0, 0)
+        self.image, self.source, self.sha256, self.start_xy = image, source, sha256, tuple(start_xy)
+        self.preview = preview
         self.features = self.features_source = None
         self.live = self.whole = None
         self._emit("image", image)
@@ -240,17 +251,17 @@ class Session:
     def set_features(self, features, source, *, sha256=None):
         """Open a feature file: an empty canvas of its image size, its keypoints, no run yet."""
         height, width = features.image_shape
-        self.set_image(np.zeros((height, width)), source, sha256=sha256)
+        self.set_image(np.zeros((height, width)), source, sha256=sha256, start_xy=(0, 0))
         self.features, self.features_source = features, source
 
     def is_original_of_features(self, image):
         """Is ``image`` (just opened) the size of the open feature file's image?"""
         return self.features is not None and tuple(image.shape) == tuple(self.features.image_shape)
 
-    def set_features_original(self, image, source, *, sha256=None):
+    def set_features_original(self, image, source, *, sha256=None, preview=None):
         """Open the original of the open feature file: the inversion stays, now with metrics."""
         self.image = np.ascontiguousarray(image, dtype=np.float64)
-        self.source, self.sha256 = source, sha256
+        self.source, self.sha256, self.preview = source, sha256, preview
         self._emit("image", self.image)
         if self.whole is not None and self.whole.result is not None:
             self._set_whole(replace(self.whole, metrics=jobs.image_metrics(self.image, self.whole.result)))
@@ -293,13 +304,6 @@ class Session:
         """The patch of the current pattern's size with top-left corner (x, y) = (column, row)."""
         size = self.pattern.patch_size
         return self.image[y : y + size, x : x + size]
-
-    def textured_position(self, patch_size):
-        """Top-left (x, y) of the grid patch with the most contrast: a telling first patch."""
-        sites = jobs.image_sites(self.image, {"sites": "grid", "patch_size": patch_size, "offset": patch_size})
-        spread = [np.ptp(self.image[r : r + patch_size, c : c + patch_size]) for r, c in sites]
-        row, col = sites[int(np.argmax(spread))]
-        return int(col), int(row)
 
     # -- the live run ------------------------------------------------------------
     def start_live(self, patch_xy):

@@ -136,3 +136,15 @@ def test_session_does_not_import_qt():
             "print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_patchwise_run_shows_its_estimate_as_it_progresses(session):
+    session.rebuild({**session.parameters, "mode": "patches", "offset": 4})  # 289 sites: 5 chunks of 64
+    seen = []
+    session.subscribe(lambda name, run: seen.append((run.fraction, run.estimate)) if name == "whole"
+                      and run.status == "running" and run.estimate is not None else None)
+    run_to_end(session, session.start_whole())
+    partial = [(fraction, estimate) for fraction, estimate in seen if fraction < 1]
+    assert len(partial) >= 3
+    covered = [np.count_nonzero(estimate) for _, estimate in partial]
+    assert covered == sorted(covered) and covered[0] < covered[-1]  # the estimate fills in as patches are solved
