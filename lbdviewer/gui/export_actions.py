@@ -280,7 +280,7 @@ class Exporter(QObject):
 
         def collect(item):
             family, estimate = item
-            shown, levels, display = window.display(estimate, reference=patch)
+            shown, levels, display = window.presenter.display(estimate, reference=patch)
             displays[family] = display
             panels.append(PanelArray(family, shown, levels, metadata={"family": family}))
 

@@ -18,17 +18,16 @@ import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Q
 
 import os
 
-import numpy as np
 from PyQt6.QtCore import QSettings, Qt, QTimer, pyqtSignal
 from PyQt6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
-from lbdviewer.display import display_original, display_stretch
 from lbdviewer.gui import jobs
 from lbdviewer.gui.controls import ParametersPanel
 from lbdviewer.gui.export_actions import Exporter
 from lbdviewer.gui.menus import WindowKeys, build_menus, fill_recent_menu
 from lbdviewer.gui.model import Parameters
 from lbdviewer.gui.panels import LivePanel, PatternPanel, SourceView, WholeImagePanel
+from lbdviewer.gui.presenter import SessionPresenter
 from lbdviewer.gui.session import Session
 from lbdviewer.gui.workers import JobRunner, stop_all
 
@@ -103,6 +102,9 @@ class MainWindow(QMainWindow):
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
         self.actions = build_menus(self)
+        self.presenter = SessionPresenter(self.session, source=self.source, pattern_panel=self.pattern_panel,
+                                          live=self.live, whole=self.whole, status_label=self.status_label,
+                                          stretch=self.actions.stretch)
         self.keys = WindowKeys(self, {Qt.Key.Key_Space: self.actions.play, Qt.Key.Key_S: self.actions.step,
                                       Qt.Key.Key_Escape: self.actions.stop})
         self._update_recent_menu()
@@ -138,7 +140,7 @@ class MainWindow(QMainWindow):
         self.session.subscribe(self._on_session_changed)
         self.controls.refused.connect(self.show_status)
         self.source.patch_moved.connect(self._on_patch_moved)
-        self.pattern_panel.frame_index_changed.connect(self._show_frame_vector)
+        self.pattern_panel.frame_index_changed.connect(self.presenter.show_frame_vector)
         self.live.play_clicked.connect(self.play_pause)
         self.live.step_clicked.connect(self.step)
         self.live.stop_clicked.connect(self.stop)
@@ -149,7 +151,7 @@ class MainWindow(QMainWindow):
         self.live_runner.state_changed.connect(self.live.set_state_text)
         self.whole.run_clicked.connect(self.run_whole)
         self.whole.cancel_clicked.connect(self.cancel_whole)
-        self.whole.edges_toggled.connect(self._show_edges)
+        self.whole.edges_toggled.connect(self.presenter.show_edges)
         self.whole_runner.progressed.connect(self.session.whole_progress)
         self.whole_runner.finished.connect(self._on_whole_finished)
         self.whole_runner.failed.connect(self._on_whole_failed)
@@ -332,55 +334,25 @@ class MainWindow(QMainWindow):
             return
         self.whole_runner.stop()
         self.session.set_features(features, loaded.source, sha256=loaded.sha256)
-        kp = features.keypoints
-        height, width = features.image_shape
-        self.source.set_keypoints(np.asarray(kp.x), np.asarray(kp.y), np.asarray(kp.size))
-        self.source.set_title(f"{os.path.basename(loaded.source)}: {len(kp.x)} {features.descriptor} keypoints "
-                              f"({width}x{height}, no pixels)")
-        self.whole.original.set_title("Original (not in the feature file)")
+        self.presenter.show_features()
         self.whole_runner.start(self.session.start_features())
 
     # -- the session -> the panels ------------------------------------------------------
     def _on_session_changed(self, name, value):
         if name == "image":
-            self._show_image()
-        elif name == "pattern":
-            self._show_pattern()
-        elif name == "sites":
-            self.source.set_sites(value[:, ::-1], patch_size=self.session.pattern.patch_size)
-        elif name == "live":
-            self._show_live(value)
-        elif name == "whole":
-            self._show_whole(value)
-        self._update_actions()
-
-    def _show_image(self):
-        session = self.session
-        image = session.image
-        height, width = image.shape
-        if session.features is not None and session.source != session.features_source:  # the original arrived
-            self.source.set_image(image, f"{session.name} with the {len(session.features.keypoints.x)} "
-                                         f"{session.features.descriptor} keypoints of the feature file",
-                                  preview=session.preview)
-            self.whole.original.show_array(image, autorange=True, metadata={"source": session.source},
-                                           preview=session.preview)
-            self.whole.original.set_title(f"Original: {session.name}")
+            self.presenter.show_image()
+            if self.session.features is None:
+                self.setWindowTitle(f"lbdviewer — {self.session.name}")
             self.rebuild()
-            return
-        self.source.set_keypoints(None)
-        self.source.set_image(image, f"{session.name}  ({width}x{height})", preview=session.preview)
-        self.whole.original.show_array(image, autorange=True, metadata={"source": session.source},
-                                       preview=session.preview)
-        self.whole.original.set_title("Original")
-        self.whole.result.clear_array("Reconstruction (Ctrl+R)")
-        self.whole.result.set_dimmed(False)
-        self.whole.set_edges(None)
-        self.whole.edges_box.setChecked(False)
-        self.whole.progress.setValue(0)
-        self.whole.metrics_label.setText("")
-        self.source.set_patch_position(*session.start_xy)
-        self.setWindowTitle(f"lbdviewer — {session.name}")
-        self.rebuild()
+        elif name == "pattern":
+            self.presenter.show_pattern()
+        elif name == "sites":
+            self.presenter.show_sites(value)
+        elif name == "live":
+            self.presenter.show_live(value)
+        elif name == "whole":
+            self.presenter.show_whole(value)
+        self._update_actions()
 
     # -- parameters -> pattern, operator, views ------------------------------------
     def _on_parameter_changed(self, name, value):
@@ -409,70 +381,15 @@ class MainWindow(QMainWindow):
             return
         self.restart_live()
 
-    def _show_pattern(self):
-        pattern, operator = self.session.pattern, self.session.operator
-        panel = self.pattern_panel
-        panel.patch.set_pattern(pattern)
-        panel.set_measurements(pattern.m)
-        described = {"pattern": pattern.describe_params()}
-        weights = operator.weight_map()
-        panel.weights.show_array(weights, levels=_levels(weights), metadata=described)
-        occurrences = operator.occurrence_map()
-        panel.occurrences.show_array(occurrences, levels=(0.0, max(1.0, float(occurrences.max()))),
-                                     metadata=described)
-        self._show_frame_vector(panel.frame_index())
-        self._update_patch_view()
-        p = self.session.parameters
-        self.status_label.setText(f"{pattern.name.upper()}  P={pattern.patch_size}  M={pattern.m}  "
-                                  f"{p['solver']}  {'bits' if p['binary'] else 'real'}")
-        self.live.set_binary(p["binary"])
-
-    def _show_frame_vector(self, index):
-        operator, pattern = self.session.operator, self.session.pattern
-        if operator is None:
-            return
-        index = min(int(index), operator.m - 1)
-        vector = operator.frame_vector(index)
-        bound = max(float(np.abs(vector).max()), 1e-12)
-        i, j = pattern.pairs[index]
-        self.pattern_panel.frame.show_array(vector, levels=(-bound, bound),
-                                            metadata={"frame_index": index, "fields": [int(i), int(j)],
-                                                      "pattern": pattern.describe_params()})
-        self.pattern_panel.frame.set_title(f"Frame vector L_{index}  (fields {i} − {j})")
-        self.pattern_panel.patch.highlight_pair(index)
-
-    def _update_patch_view(self):
-        if self.session.operator is None:
-            return
-        x, y = self.source.patch_position()
-        self.pattern_panel.patch.show_array(self.session.patch_at(x, y), metadata={"patch_xy": [x, y]})
-        self.pattern_panel.patch.set_title(f"Patch ({x}, {y}) + {self.session.pattern.name.upper()} pattern")
-
     def _on_patch_moved(self, x, y):
         if self.session.operator is None or self.session.pattern.patch_size != self.source.patch_size():
             return
-        self._update_patch_view()
+        self.presenter.show_patch()
         self.patch_timer.start()
 
-    # -- display --------------------------------------------------------------------
-    def display(self, estimate, *, reference=None, mask=None):
-        """``(array, levels, record)`` to show an estimate by the one display rule (:mod:`lbdviewer.display`).
-
-        With View > Stretch on: fitted to the original when there is one,
-        else percentiles; off: as solved, clipped to [0, 1]. ``record`` names
-        the rule for the exports' sidecars.
-        """
-        if self.actions.stretch.isChecked():
-            shown = display_stretch(estimate, mask=mask, reference=reference)
-        else:
-            shown = display_original(estimate)
-        return shown.image, (0.0, 1.0), shown.record()
-
     def restretch(self):
-        if self.session.live is not None:
-            self._show_live(self.session.live)
-        if self.session.whole is not None:
-            self._show_whole(self.session.whole)
+        """View > Stretch was switched: draw the runs again by the chosen rule."""
+        self.presenter.redraw_runs()
 
     # -- live solver -------------------------------------------------------------
     def restart_live(self, *, paused=None):
@@ -506,18 +423,6 @@ class MainWindow(QMainWindow):
         self.live_runner.stop()
         self.cancel_whole()
 
-    def _show_live(self, run):
-        x, y = run.patch_xy
-        self.live.original.show_array(run.patch, metadata={"patch_xy": [x, y]})
-        update = run.update
-        if update is None:
-            return
-        shown, levels, display = self.display(update.estimate, reference=run.patch)
-        self.live.estimate.show_array(shown, levels=levels, metadata={"patch_xy": [x, y],
-                                                                      "iteration": update.iteration,
-                                                                      "display": display})
-        self.live.show_progress(run.summary(), update.objective, update.bit_consistency)
-
     def _on_live_finished(self, completed):
         self.session.live_ended(completed)
         run = self.session.live
@@ -543,26 +448,6 @@ class MainWindow(QMainWindow):
     def cancel_whole(self):
         self.whole_runner.stop()
 
-    def _show_whole(self, run):
-        panel = self.whole
-        panel.set_running(run.status == "running")
-        panel.progress.setValue(int(round(100 * run.fraction)))
-        panel.result.set_title(run.title())
-        if run.estimate is None:
-            panel.result.clear_array()
-        else:
-            has_original = self.session.source != self.session.features_source
-            shown, levels, display = self.display(run.estimate, reference=self.session.image if has_original else None,
-                                                  mask=None if run.result is None else run.result.covered)
-            panel.result.show_array(shown, levels=levels, metadata={"status": run.status, "stale": run.stale,
-                                                                    "display": display})
-        panel.result.set_dimmed(run.stale or run.status != "completed")
-        panel.metrics_label.setText(run.metrics_text())
-        if run.status != "completed":
-            panel.set_edges(None)
-        elif panel.edges_box.isChecked():
-            self._show_edges(True)
-
     def _on_whole_finished(self, completed):
         self.session.whole_ended(completed)
         run = self.session.whole
@@ -577,28 +462,10 @@ class MainWindow(QMainWindow):
         self.session.whole_failed(message)
         self.show_error("Whole-image reconstruction failed", message)
 
-    def _show_edges(self, visible):
-        if not visible or self.session.image is None or not self.session.image.any():
-            self.whole.set_edges(None)
-            return
-        from skimage.feature import canny
-
-        self.whole.set_edges(canny(self.session.image, sigma=2.0))
-
     # -- export ---------------------------------------------------------------------
     def panels(self):
         """Exportable canvases by name."""
-        return {
-            "image": self.source,
-            "patch": self.pattern_panel.patch,
-            "frame-vector": self.pattern_panel.frame,
-            "weight-map": self.pattern_panel.weights,
-            "occurrence-map": self.pattern_panel.occurrences,
-            "live-original": self.live.original,
-            "live-reconstruction": self.live.estimate,
-            "original": self.whole.original,
-            "reconstruction": self.whole.result,
-        }
+        return self.presenter.panels()
 
     # -- closing ---------------------------------------------------------------------
     def busy(self):
@@ -623,7 +490,3 @@ class MainWindow(QMainWindow):
         self.keys.uninstall()
         super().closeEvent(event)
 
-
-def _levels(array):
-    low, high = float(np.min(array)), float(np.max(array))
-    return (low, high if high > low else low + 1.0)

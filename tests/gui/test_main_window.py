@@ -1,8 +1,6 @@
 """Drive the real main window: drop, patch selector, parameters, live solver, export, close."""
 
 import hashlib
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
