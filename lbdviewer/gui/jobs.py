@@ -257,12 +257,18 @@ class WholeUpdate:
 
 
 def image_metrics(original, result):
-    """PSNR and correlation (after the best gain/offset fit) over covered pixels, bits reproduced, seconds."""
+    """Quality of a whole-image result against its original (run on the worker that made it).
+
+    PSNR (dB), SSIM and correlation after the best gain/offset fit, over the
+    covered pixels; the share of input bits the solver reproduces (None for
+    real values); the covered share of the image.
+    """
     covered = None if result.covered.all() else result.covered
     return {
-        "psnr_db": float(metrics.psnr(original, result.image, mask=covered)),
+        "psnr": float(metrics.psnr(original, result.image, mask=covered)),
+        "ssim": float(metrics.ssim(original, result.image, mask=covered)),
         "correlation": float(metrics.correlation(original, result.image, mask=covered)),
-        "solver_bit_consistency": result.solver_bit_consistency,
+        "bit_consistency": result.solver_bit_consistency,
         "covered_fraction": float(result.covered.mean()),
     }
 

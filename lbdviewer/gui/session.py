@@ -175,7 +175,7 @@ class WholeRun:
             return ""
         parts = []
         if self.metrics:
-            parts.append(f"PSNR {self.metrics['psnr_db']:.2f} dB")
+            parts.append(f"PSNR {self.metrics['psnr']:.2f} dB")
             parts.append(f"r = {self.metrics['correlation']:.3f}")
         if self.result.solver_bit_consistency is not None:
             parts.append(f"bits {100 * self.result.solver_bit_consistency:.1f} %")

@@ -90,7 +90,7 @@ def live_record(kind, session, *, display=None, extra=None):
     parameters["method"] = run.method
     parameters["sparsity" if run.method == "biht" else "lam"] = p["sparsity" if run.method == "biht" else "lam"]
     parameters["patch_xy"] = [x, y]
-    quality = {"psnr_db": float(metrics.psnr(run.patch, update.estimate)),
+    quality = {"psnr": float(metrics.psnr(run.patch, update.estimate)),
                "correlation": float(metrics.correlation(run.patch, update.estimate))}
     solved = RanResult(run.method, "live patch", int(p["iterations"]), None, None, float(update.seconds))
     return records.run_record(

@@ -62,7 +62,7 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     assert record["status"] == "completed" and solver["mode"] == mode and record["extra"]["current"] is False
     assert solver["method"] == ("consistency" if mode == "joint" else "biht")  # not the form's "biht" for joint
     assert record["parameters"]["iterations"] == solver["iterations_requested"] != 55 and record["seconds"] > 0
-    assert record["metrics"]["psnr_db"] > 0 and 0 < record["metrics"]["correlation"] <= 1
+    assert record["metrics"]["psnr"] > 0 and 0 < record["metrics"]["correlation"] <= 1
     assert record["parameters"]["sites"] == len(window.session.sites) and record["parameters"]["site_rule"] == "grid"
     assert record["display"]["reconstruction"]["rule"] == "fit"  # shown fitted to the original
     if mode == "joint":

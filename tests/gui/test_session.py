@@ -54,7 +54,7 @@ def test_a_joint_run_records_the_solver_it_ran_not_the_form(session):
     assert (solver["method"], solver["mode"], record["status"]) == ("consistency", "joint", "completed")
     assert solver["iterations_run"] is not None and 1 <= solver["iterations_run"] <= solver["iterations_requested"]
     assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
-    assert record["seconds"] > 0 and record["metrics"]["psnr_db"] > 0 and record["extra"]["current"] is True
+    assert record["seconds"] > 0 and record["metrics"]["psnr"] > 0 and record["extra"]["current"] is True
     assert record["parameters"]["method"] == "consistency" and "solver" not in record["parameters"]
     assert record["source"]["sha256"] == "ab" * 32 and record["source"]["name"] == "test"
     json.loads(dumps_strict(record))  # strict JSON
