@@ -132,7 +132,7 @@ def test_no_site_refuses_to_start(make_image):
 
 
 def test_session_does_not_import_qt():
-    code = ("import sys, lbdviewer.gui.session, lbdviewer.gui.sidecars; "
+    code = ("import sys, lbdviewer.gui.session, lbdviewer.gui.sidecars, lbdviewer.gui.jobs, lbdviewer.gui.presenter; "
             "print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
