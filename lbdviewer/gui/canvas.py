@@ -106,7 +106,7 @@ class ImageCanvas(QWidget):
         super().__init__(parent)
         self.setAcceptDrops(False)
         self.name = title
-        self.title = ElidedLabel(title)
+        self.title = ElidedLabel(title, elide=Qt.TextElideMode.ElideRight)  # the start says what it is
         font = self.title.font()
         font.setPointSizeF(TITLE_POINTS)
         self.title.setFont(font)
@@ -151,9 +151,9 @@ class ImageCanvas(QWidget):
         """The full title (the label may show it elided)."""
         return self.title.full_text()
 
-    def set_dimmed(self, dimmed):
-        """Show the image faded (an outdated result) or normally."""
-        self.image_item.setOpacity(0.35 if dimmed else 1.0)
+    def set_dimmed(self, dimmed, *, opacity=0.35):
+        """Show the image faded (an outdated or unfinished result) or normally."""
+        self.image_item.setOpacity(opacity if dimmed else 1.0)
 
     def is_dimmed(self):
         return self.image_item.opacity() < 1.0

@@ -173,11 +173,18 @@ class SessionPresenter:
             panel.result.clear_array()
         else:
             has_original = self.session.source != self.session.features_source
+            if run.result is not None:
+                covered = run.result.covered
+            elif run.mode == "patches":  # pixels no solved patch has reached yet are exactly 0
+                covered = run.estimate != 0
+            else:
+                covered = None
             shown, levels, display = self.display(run.estimate, reference=self.session.image if has_original else None,
-                                                  mask=None if run.result is None else run.result.covered)
+                                                  mask=covered)
             panel.result.show_array(shown, levels=levels, metadata={"status": run.status, "stale": run.stale,
                                                                     "display": display})
-        panel.result.set_dimmed(run.stale or run.status != "completed")
+        # Outdated: faint; unfinished (running, cancelled): half; a current result: as it is.
+        panel.result.set_dimmed(run.stale or run.status != "completed", opacity=0.35 if run.stale else 0.6)
         panel.metrics_label.setText(run.metrics_text())
         if run.status != "completed":
             panel.set_edges(None)

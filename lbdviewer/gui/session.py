@@ -139,26 +139,26 @@ class WholeRun:
         return self.iterations_run < self.result.iterations
 
     def title(self):
-        """The reconstruction panel's title for this run.
+        """The reconstruction panel's title for this run: its state first (titles elide at the end).
 
         Examples
         --------
         >>> run = WholeRun({"family": "brief", "offset": 8, "sites": "grid"}, "consistency", "joint", "x")
         >>> run.title()
-        'BRIEF: joint consistency, N_off 8 — running 0 %'
+        'Running 0 % — BRIEF: joint consistency, N_off 8'
         >>> replace(run, status="cancelled", fraction=0.4, estimate=np.zeros((4, 4))).title()
-        'Cancelled at 40 % — partial estimate, not a result'
+        'Cancelled at 40 %: partial estimate, not a result'
         """
         if self.status == "running":
-            return f"{self.label()} — running {100 * self.fraction:.0f} %"
+            return f"Running {100 * self.fraction:.0f} % — {self.label()}"
         if self.status == "cancelled":
             if self.estimate is None:
                 return "Cancelled before any estimate"
-            return f"Cancelled at {100 * self.fraction:.0f} % — partial estimate, not a result"
+            return f"Cancelled at {100 * self.fraction:.0f} %: partial estimate, not a result"
         if self.status == "failed":
             return "Reconstruction failed"
         if self.stale:
-            return f"Previous run ({self.label()}) — parameters changed, Ctrl+R to update"
+            return f"Outdated: parameters changed (Ctrl+R) — was {self.label()}"
         return self.label()
 
     def label(self):

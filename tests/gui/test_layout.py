@@ -60,7 +60,7 @@ def busy_window(qtbot, window):
         window.run_whole()
     window.parameters.m = 96
     window.rebuild()
-    assert window.whole.result.title_text().startswith("Previous run")
+    assert window.whole.result.title_text().startswith("Outdated")
     return window
 
 

@@ -66,7 +66,7 @@ def test_a_parameter_edit_marks_the_result_stale_and_back(session):
     assert not session.whole.stale
     session.rebuild({**current, "m": 64})
     assert session.whole.stale
-    assert session.whole.title().startswith("Previous run") and session.whole.metrics_text().startswith("Previous run:")
+    assert session.whole.title().startswith("Outdated") and session.whole.metrics_text().startswith("Previous run:")
     assert sidecars.whole_record("figure:whole", session)["extra"]["current"] is False
     session.rebuild(current)
     assert not session.whole.stale and not session.whole.metrics_text().startswith("Previous")
