@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import QTimer
 
+from lbdviewer import io
 from test_main_window import drop_file
 
 
@@ -48,9 +49,9 @@ class Heartbeat:
 
 @pytest.fixture(scope="module")
 def large_png(tmp_path_factory):
-    """A 3000x3000 noise PNG (9 Mpixel): longer to decode, convert and hash than a frame may take."""
+    """A 2500x2500 noise PNG (6 Mpixel): longer to decode, convert and hash than a frame may take."""
     path = tmp_path_factory.mktemp("large") / "large.png"
-    noise = np.random.default_rng(0).integers(0, 256, (3000, 3000), dtype=np.uint8)
+    noise = np.random.default_rng(0).integers(0, 256, (2500, 2500), dtype=np.uint8)
     ok, encoded = cv2.imencode(".png", noise, [cv2.IMWRITE_PNG_COMPRESSION, 1])
     assert ok
     path.write_bytes(encoded.tobytes())
@@ -64,7 +65,7 @@ def test_a_large_image_loads_while_the_event_loop_keeps_turning(qtbot, window, l
             drop_file(window, large_png)
         loaded = time.perf_counter()
         qtbot.wait(300)  # the new image is drawn
-    assert window.session.image.shape == (3000, 3000)
+    assert window.session.image.shape == (2500, 2500)
     # Loaded on the GUI thread, the window would freeze for the whole load; here it only repaints
     # (a repaint of the whole window takes 40-70 ms offscreen on a busy 2-core machine).
     gap = beat.longest_gap()
@@ -83,9 +84,11 @@ def test_a_hostile_file_reaches_a_dialog_and_the_window_keeps_turning(qtbot, win
     assert beat.longest_gap() < 0.25, f"event loop stalled {beat.longest_gap():.3f} s"
 
 
-def test_closing_while_a_file_loads_ends_the_worker(qtbot, make_window, small_parameters, large_png):
+def test_closing_while_a_file_loads_ends_the_worker(qtbot, make_window, small_parameters, tmp_path, make_image):
+    path = tmp_path / "image.png"
+    io.save_png(path, make_image())
     win = make_window(small_parameters)
-    win.load_path(str(large_png))
+    win.load_path(str(path))
     assert win.loader.running
     win.close()
     assert not win.busy()  # the fixture also checks that no worker thread is left
