@@ -365,7 +365,8 @@ class Session:
         if self.whole is None or self.whole.status != "running":
             return
         if completed and self.whole.result is not None:
-            self._set_whole(replace(self.whole, status="completed", fraction=1.0))
+            stale = not self.whole.features and self.whole.parameters != self.parameters  # edited while it ran
+            self._set_whole(replace(self.whole, status="completed", fraction=1.0, stale=stale))
         else:
             self._set_whole(replace(self.whole, status="cancelled", result=None, metrics=None,
                                     seconds=time.perf_counter() - self.whole.started))

@@ -70,6 +70,14 @@ def test_a_parameter_edit_marks_the_result_stale_and_back(session):
     assert not session.whole.stale and not session.whole.metrics_text().startswith("Previous")
 
 
+def test_a_run_edited_while_it_ran_ends_outdated(session):
+    items = session.start_whole()
+    session.rebuild({**session.parameters, "seed": 5})
+    run_to_end(session, items)
+    assert session.whole.status == "completed" and session.whole.stale
+    assert session.whole.parameters["seed"] == 0  # the record keeps what the run used
+
+
 def test_a_cancelled_run_keeps_no_result_and_no_metrics(session):
     run_to_end(session, session.start_whole())
     session.rebuild({**session.parameters, "offset": 4})
