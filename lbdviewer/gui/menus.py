@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from PyQt6.QtCore import QEvent, QObject, Qt
 from PyQt6.QtGui import QAction, QKeySequence
-from PyQt6.QtWidgets import QApplication
+from PyQt6.QtWidgets import QAbstractButton, QApplication
 
 from lbdviewer import io
 
@@ -120,7 +120,8 @@ class WindowKeys(QObject):
     (a ``ShortcutOverride``), so a QAction's "Space" shortcut does nothing
     while a spin box has focus, and the key edits the field instead. This
     filter, installed on the application, claims those keys for every
-    widget of ``window`` and triggers the action instead.
+    widget of ``window`` and triggers the action instead (except Space on a
+    focused button or check box, which presses it, as everywhere).
 
     Parameters
     ----------
@@ -151,6 +152,8 @@ class WindowKeys(QObject):
         action = self.actions.get(event.key())
         if action is None or not watched.isWidgetType() or watched.window() is not self.window:
             return False
+        if event.key() == Qt.Key.Key_Space and isinstance(watched, QAbstractButton):
+            return False  # Space presses a focused button or check box, as everywhere
         if kind == QEvent.Type.ShortcutOverride:
             event.accept()  # the key is ours: no shortcut lookup, the key press comes to this filter
             return True
