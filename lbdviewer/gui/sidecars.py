@@ -11,6 +11,22 @@ parameter form: a run's parameters are the ones it started with, and where
 the core reports what it used (``ImageResult.params``) those win.
 
 Qt-free; :func:`lbdviewer.records.write_sidecar` writes the records as strict JSON.
+
+Examples
+--------
+>>> import numpy as np
+>>> from lbdviewer.gui.session import Session
+>>> from lbdviewer.gui.model import Parameters
+>>> session = Session()
+>>> session.set_image(np.full((24, 24), 0.5), "sample:flat", sha256="ab" * 32)
+>>> session.rebuild(Parameters(patch_size=16, m=32).as_dict())
+>>> record = panel_record(session, "weight-map", {"display": None})
+>>> record["kind"], record["solver"], record["source"]["sha256"] == "ab" * 32
+('panel:weight-map', None, True)
+>>> whole_record("figure:whole", session)
+Traceback (most recent call last):
+...
+ValueError: the whole-image run must have completed or been cancelled to be exported
 """
 
 from __future__ import annotations
