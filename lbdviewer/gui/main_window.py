@@ -101,12 +101,12 @@ class MainWindow(QMainWindow):
 
         self.status_label = QLabel()
         self.statusBar().addPermanentWidget(self.status_label)
-        self.actions = build_menus(self)
+        self.menu_actions = build_menus(self)
         self.presenter = SessionPresenter(self.session, source=self.source, pattern_panel=self.pattern_panel,
                                           live=self.live, whole=self.whole, status_label=self.status_label,
-                                          stretch=self.actions.stretch)
-        self.keys = WindowKeys(self, {Qt.Key.Key_Space: self.actions.play, Qt.Key.Key_S: self.actions.step,
-                                      Qt.Key.Key_Escape: self.actions.stop})
+                                          stretch=self.menu_actions.stretch)
+        self.keys = WindowKeys(self, {Qt.Key.Key_Space: self.menu_actions.play, Qt.Key.Key_S: self.menu_actions.step,
+                                      Qt.Key.Key_Escape: self.menu_actions.stop})
         self._update_recent_menu()
         self._connect()
         self.resize(1600, 1000)
@@ -221,13 +221,13 @@ class MainWindow(QMainWindow):
         self._update_recent_menu()
 
     def _update_recent_menu(self):
-        fill_recent_menu(self.actions.recent_menu, self.recent_files(), self.load_path)
+        fill_recent_menu(self.menu_actions.recent_menu, self.recent_files(), self.load_path)
 
     def _update_actions(self):
         """Offer an export only when there is something to export."""
-        for key, action in self.actions.figures.items():
+        for key, action in self.menu_actions.figures.items():
             action.setEnabled(self.exports.figure_available(key))
-        self.actions.export_panel.setEnabled(bool(self.exports.available_panels()))
+        self.menu_actions.export_panel.setEnabled(bool(self.exports.available_panels()))
 
     # -- status and errors ------------------------------------------------------
     def show_status(self, text, msecs=8000):

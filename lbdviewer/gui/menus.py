@@ -134,7 +134,7 @@ class WindowKeys(QObject):
     def __init__(self, window, actions):
         super().__init__(window)
         self.window = window
-        self.actions = dict(actions)
+        self.menu_actions = dict(actions)
         QApplication.instance().installEventFilter(self)
         window.destroyed.connect(self.uninstall)
 
@@ -149,7 +149,7 @@ class WindowKeys(QObject):
             return False
         if event.modifiers() not in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.KeypadModifier):
             return False
-        action = self.actions.get(event.key())
+        action = self.menu_actions.get(event.key())
         if action is None or not watched.isWidgetType() or watched.window() is not self.window:
             return False
         if event.key() == Qt.Key.Key_Space and isinstance(watched, QAbstractButton):

@@ -55,7 +55,7 @@ def test_typing_an_m_beyond_the_familys_maximum_says_why(qtbot, window):
 
 
 def test_figure_exports_are_offered_only_when_there_is_something_to_export(qtbot, window):
-    whole = window.actions.figures["whole"]
+    whole = window.menu_actions.figures["whole"]
     assert not whole.isEnabled()
     with qtbot.waitSignal(window.whole_finished, timeout=20000):
         window.run_whole()
