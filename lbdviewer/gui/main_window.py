@@ -341,8 +341,7 @@ class MainWindow(QMainWindow):
     def _on_session_changed(self, name, value):
         if name == "image":
             self.presenter.show_image()
-            if self.session.features is None:
-                self.setWindowTitle(f"lbdviewer — {self.session.name}")
+            self.setWindowTitle(f"lbdviewer — {self.session.name}")
             self.rebuild()
         elif name == "pattern":
             self.presenter.show_pattern()
@@ -400,7 +399,13 @@ class MainWindow(QMainWindow):
         paused = self._live_hold if paused is None else paused
         self.live_runner.stop()
         self.live.reset()
-        items = self.session.start_live(self.source.patch_position())
+        try:
+            items = self.session.start_live(self.source.patch_position())
+        except ValueError as error:  # nothing to solve
+            self.live.original.clear_array()
+            self.live.estimate.clear_array()
+            self.live.iteration_label.setText(str(error))
+            return
         self.live_runner.start(items, paused=paused, delay=self.live.delay.value() / 1000.0)
 
     def play_pause(self):
@@ -434,7 +439,10 @@ class MainWindow(QMainWindow):
     def run_whole(self):
         """Reconstruct the whole image on a worker thread (progress, cancel)."""
         self._apply_pending_parameters()
-        if self.session.operator is None or self.session.features is not None:
+        if self.session.operator is None:
+            return
+        if self.session.features is not None:
+            self.show_status("The feature file's bits were inverted as it opened; open an image to reconstruct it")
             return
         self.whole_runner.stop()
         try:

@@ -108,6 +108,9 @@ class SessionPresenter:
         self.whole.original.set_title("Original (not in the feature file)")
 
     def show_sites(self, sites):
+        """The whole-image patch sites as dots (none on a feature file's canvas: its keypoints are the sites)."""
+        if not self.session.has_pixels:
+            sites = sites[:0]
         self.source.set_sites(sites[:, ::-1], patch_size=self.session.pattern.patch_size)
 
     def show_pattern(self):

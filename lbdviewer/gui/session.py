@@ -229,12 +229,13 @@ class Session:
             callback(name, value)
 
     # -- the document --------------------------------------------------------
-    def set_image(self, image, source, *, sha256=None, start_xy=None, preview=None):
-        """Open a float image (H, W) in [0, 1]; forget the feature file and every run.
+    def set_image(self, image, source, *, sha256=None, start_xy=None, preview=None, features=None):
+        """Open a float image (H, W) in [0, 1]; forget the previous document and every run.
 
         ``start_xy`` is where the patch selector starts (default: the most
         textured patch of the current patch size, :func:`~lbdviewer.gui.jobs.textured_position`);
-        ``preview`` is what views draw of a large image (:func:`~lbdviewer.gui.jobs.make_preview`).
+        ``preview`` is what views draw of a large image (:func:`~lbdviewer.gui.jobs.make_preview`);
+        ``features`` is set by :meth:`set_features`.
         """
         image = np.ascontiguousarray(image, dtype=np.float64)
         if image.ndim != 2:
@@ -244,15 +245,14 @@ class Session:
             start_xy = jobs.textured_position(image, size) if min(image.shape) >= size else (0, 0)
         self.image, self.source, self.sha256, self.start_xy = image, source, sha256, tuple(start_xy)
         self.preview = preview
-        self.features = self.features_source = None
+        self.features, self.features_source = features, None if features is None else source
         self.live = self.whole = None
         self._emit("image", image)
 
     def set_features(self, features, source, *, sha256=None):
-        """Open a feature file: an empty canvas of its image size, its keypoints, no run yet."""
+        """Open a feature file: an empty canvas of its image size (no pixels), its keypoints, no run yet."""
         height, width = features.image_shape
-        self.set_image(np.zeros((height, width)), source, sha256=sha256, start_xy=(0, 0))
-        self.features, self.features_source = features, source
+        self.set_image(np.zeros((height, width)), source, sha256=sha256, start_xy=(0, 0), features=features)
 
     def is_original_of_features(self, image):
         """Is ``image`` (just opened) the size of the open feature file's image?"""
@@ -265,6 +265,11 @@ class Session:
         self._emit("image", self.image)
         if self.whole is not None and self.whole.result is not None:
             self._set_whole(replace(self.whole, metrics=jobs.image_metrics(self.image, self.whole.result)))
+
+    @property
+    def has_pixels(self):
+        """An image is open (not only a feature file's keypoints on an empty canvas)."""
+        return self.image is not None and (self.features is None or self.source != self.features_source)
 
     @property
     def name(self):
@@ -307,7 +312,12 @@ class Session:
 
     # -- the live run ------------------------------------------------------------
     def start_live(self, patch_xy):
-        """Record a live run on the patch at ``patch_xy``; return the generator a worker runs."""
+        """Record a live run on the patch at ``patch_xy``; return the generator a worker runs.
+
+        Raises ``ValueError`` when there are no pixels (a feature file without its original).
+        """
+        if not self.has_pixels:
+            raise ValueError("a feature file has no pixels: open its original image to solve patches")
         patch = np.array(self.patch_at(*patch_xy))
         self.live = LiveRun(dict(self.parameters), tuple(int(v) for v in patch_xy), patch,
                             self.parameters["solver"])

@@ -147,3 +147,21 @@ def test_a_patchwise_run_shows_its_estimate_as_it_progresses(session):
     assert len(partial) >= 3
     covered = [np.count_nonzero(estimate) for _, estimate in partial]
     assert covered == sorted(covered) and covered[0] < covered[-1]  # the estimate fills in as patches are solved
+
+
+def test_a_feature_file_has_no_pixels_to_solve(make_image):
+    from types import SimpleNamespace
+
+    s = Session()
+    s.rebuild(Parameters(patch_size=16, m=64).as_dict())
+    heard = []
+    s.subscribe(lambda name, value: heard.append((name, s.features is not None)))
+    features = SimpleNamespace(image_shape=(40, 48), descriptor="orb", keypoints=SimpleNamespace(x=[1, 2]))
+    s.set_features(features, "/data/orb.npz")
+    assert heard[0] == ("image", True)  # subscribers hear about the image once the feature file is known
+    assert s.image.shape == (40, 48) and not s.has_pixels
+    s.rebuild(s.parameters)
+    with pytest.raises(ValueError, match="no pixels"):
+        s.start_live((0, 0))
+    s.set_features_original(make_image()[:40, :48], "/data/original.png")
+    assert s.has_pixels and s.features is features
