@@ -276,19 +276,19 @@ class Exporter(QObject):
         patch = session.patch_at(*patch_xy).copy()
         parameters = dict(session.parameters)
         panels = [PanelArray("original", patch)]
-        displays = {}
+        displays, measurements = {}, {}
 
         def collect(item):
-            family, estimate = item
+            family, m, estimate = item
             shown, levels, display = window.presenter.display(estimate, reference=patch)
-            displays[family] = display
-            panels.append(PanelArray(family, shown, levels, metadata={"family": family}))
+            displays[family], measurements[family] = display, m
+            panels.append(PanelArray(family, shown, levels, metadata={"family": family, "m": m}))
 
         def write(completed):
             self.figure_runner.progressed.disconnect(collect)
             self.figure_runner.finished.disconnect(write)
             if completed:
-                record = sidecars.families_record(session, patch_xy, parameters, FAMILIES, displays)
+                record = sidecars.families_record(session, patch_xy, parameters, measurements, displays)
                 self._report(lambda: self._after_export(write_figure(stem, panels, options, record)[0]))
 
         self.figure_runner.progressed.connect(collect)

@@ -228,13 +228,16 @@ def live_updates(operator, patch, parameters):
 def family_patches(patch, parameters, families):
     """Reconstruct one patch with several descriptor families (for a composed figure).
 
-    Yields ``(family, estimate)`` pairs, one per family, in order.
+    Yields ``(family, m, estimate)``, one per family, in order: ``m`` is the
+    number of measurements the family's pattern really has (EX-FREAK always
+    uses its 903 pairs).
     """
     for family in families:
-        operator = DescriptorOperator(pattern_for(parameters, family=family))
+        pattern = pattern_for(parameters, family=family)
+        operator = DescriptorOperator(pattern)
         data = operator.describe(patch[None], binary=parameters["binary"])
         state = make_solver(operator, data, parameters).run()
-        yield family, np.array(state.x[0])
+        yield family, int(pattern.m), np.array(state.x[0])
 
 
 @dataclass(frozen=True)

@@ -171,13 +171,18 @@ def figure_record(session, key, metadata):
     return pattern_record(f"figure:{key}", session, display=display, extra=extra)
 
 
-def families_record(session, patch_xy, parameters, families, displays):
-    """The record of the families figure: one patch reconstructed with each family's pattern."""
+def families_record(session, patch_xy, parameters, measurements, displays=None):
+    """The record of the families figure: one patch reconstructed with each family's pattern.
+
+    ``measurements`` maps each family to the M its pattern really had (the
+    requested M within the family's limits).
+    """
     x, y = patch_xy
     size = parameters["patch_size"]
-    used = {key: parameters[key] for key in ("patch_size", "m", "seed", "binary", "iterations")}
+    used = {key: parameters[key] for key in ("patch_size", "seed", "binary", "iterations")}
     used["method"] = parameters["solver"]
+    used["m_by_family"] = dict(measurements)
     return records.run_record(
         "figure:families", source=source_record(session, crop=(y, x, size),
                                                 array=session.image[y : y + size, x : x + size]),
-        parameters=used, display=displays, extra={"families": list(families), "patch_xy": [x, y]})
+        parameters=used, display=displays, extra={"families": list(measurements), "patch_xy": [x, y]})

@@ -133,3 +133,12 @@ def test_the_export_dialog_offers_formats_widths_and_dpi(qtbot, window, tmp_path
     dialog.format_boxes["png"].setChecked(False)
     with pytest.raises(ValueError, match="formats must be"):
         dialog.options()
+
+
+def test_the_families_figure_is_made_on_a_worker(qtbot, window, tmp_path):
+    with qtbot.waitSignal(window.exports.exported, timeout=60000) as blocker:
+        window.exports.export_families(str(tmp_path / "families"))
+    assert blocker.args == [str(tmp_path / "families.png")]
+    record = strict_json(tmp_path / "families.json")
+    assert record["extra"]["families"] == ["brief", "freak", "ra-freak", "ex-freak"]
+    assert record["parameters"]["m_by_family"] == {"brief": 128, "freak": 128, "ra-freak": 128, "ex-freak": 903}
