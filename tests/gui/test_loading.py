@@ -78,7 +78,9 @@ def test_a_hostile_file_reaches_a_dialog_and_the_window_keeps_turning(qtbot, win
     assert hostile.stat().st_size < 2000
     with Heartbeat() as beat, qtbot.waitSignal(window.load_failed, timeout=30000) as blocker:
         drop_file(window, hostile)
-    assert "hostile.png" in blocker.args[0] and "hostile.png" in window.message_box.text()
+    message = blocker.args[0]
+    assert "hostile.png" in message and "20000 x 20000" in message and "limit" in message  # refused by its header
+    assert message in window.message_box.text()
     assert window.message_box.isVisible()
     np.testing.assert_array_equal(window.session.image, before)
     assert beat.longest_gap() < 0.25, f"event loop stalled {beat.longest_gap():.3f} s"
