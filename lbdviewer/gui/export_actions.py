@@ -1,11 +1,13 @@
 """Export wiring: the export dialogs, the last-export folder, and the records beside each file.
 
 A panel is exported as a pixel-exact PNG of the array it shows
-(:mod:`lbdviewer.gui.export`); a composed figure goes through
-:func:`write_figure`, the one place that turns panels into a figure file.
-Beside every file goes a JSON record of what was computed, taken from the
-:class:`~lbdviewer.gui.session.Session` (the run records) and the canvases
-(what they show), never from the parameter form.
+(:mod:`lbdviewer.gui.export`). A figure for a paper is made by the figure
+engine shared with ``lbdviewer figures`` (:mod:`lbdviewer.figures`):
+:func:`figure_spec` turns what the session holds into the engine's spec,
+and :func:`lbdviewer.figures.save_figure` writes PNG / PDF / SVG at the
+chosen width and dpi. Beside every file goes the run record of what was
+computed, taken from the :class:`~lbdviewer.gui.session.Session` (the run
+records) and the canvases (what they show), never from the parameter form.
 """
 
 from __future__ import annotations
@@ -32,53 +34,40 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from lbdviewer.figures import (DEFAULT_DPI, DEFAULT_FORMATS, FORMATS, WIDTHS, families_figure, live_figure,
+                               maps_figure, patch_pattern_figure, run_title, save_figure, whole_image_figure)
+from lbdviewer.figures.engine import DPI_RANGE, check_dpi, check_formats, check_width
 from lbdviewer.gui import jobs, sidecars
-from lbdviewer.gui.export import PanelArray, export_panels
+from lbdviewer.gui.export import export_panels
 from lbdviewer.gui.workers import JobRunner
 
-#: File formats a figure can be written in, and those the writer supports today.
-FORMATS = ("png", "pdf", "svg")
-WRITABLE_FORMATS = ("png",)
-#: Figure widths: a journal column, two columns (inches), or a number of inches.
-WIDTHS = {"single": 3.5, "double": 7.16}
-DEFAULT_DPI = 300
 FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
-#: Panels each composed figure is made of, left to right.
-FIGURE_PANELS = {
-    "patch": ("patch",),
-    "maps": ("weight-map", "occurrence-map", "frame-vector"),
-    "live": ("live-original", "live-reconstruction"),
-    "whole": ("original", "reconstruction"),
-}
+#: The figures the app makes with the engine.
+FIGURE_KEYS = ("patch", "maps", "live", "whole", "families")
 
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """How a figure is written: formats, width (``"single"``, ``"double"`` or inches) and dpi."""
+    """How a figure is written: formats, width (``"single"``, ``"double"`` or inches) and dpi.
 
-    formats: tuple = ("png",)
+    Checked by the figure engine's own rules (:mod:`lbdviewer.figures.engine`).
+    """
+
+    formats: tuple = DEFAULT_FORMATS
     width: object = "double"
     dpi: int = DEFAULT_DPI
 
     def __post_init__(self):
-        unknown = [f for f in self.formats if f not in FORMATS]
-        if not self.formats or unknown:
-            raise ValueError(f"formats must be a non-empty subset of {FORMATS}, got {self.formats!r}")
-        if not (self.width in WIDTHS or isinstance(self.width, int | float) and 1.0 <= self.width <= 20.0):
-            raise ValueError(f"width must be 'single', 'double' or 1 to 20 inches, got {self.width!r}")
-        if not 72 <= int(self.dpi) <= 1200:
-            raise ValueError(f"dpi must be between 72 and 1200, got {self.dpi!r}")
+        object.__setattr__(self, "formats", check_formats(self.formats))
+        check_width(self.width)
+        check_dpi(self.dpi)
 
     def inches(self):
-        return WIDTHS.get(self.width, self.width)
+        return check_width(self.width)
 
 
 class ExportDialog(QDialog):
-    """Where and how to write a figure: file, formats, width, dpi.
-
-    The formats the writer cannot make yet are shown disabled with the
-    reason in their tooltip.
-    """
+    """Where and how to write a figure: file, formats (PNG, PDF, SVG), width (one or two columns, inches), dpi."""
 
     def __init__(self, title, path, parent=None):
         super().__init__(parent)
@@ -92,18 +81,17 @@ class ExportDialog(QDialog):
         where.addWidget(browse)
         self.format_boxes = {}
         formats = QHBoxLayout()
+        tips = {"png": "PNG with its dpi recorded", "pdf": "PDF with TrueType text (searchable, editable)",
+                "svg": "SVG with text kept as text"}
         for name in FORMATS:
             box = QCheckBox(name.upper())
-            box.setChecked(name == "png")
-            writable = name in WRITABLE_FORMATS
-            box.setEnabled(writable)
-            box.setToolTip(f"Write {name.upper()}" if writable else
-                           f"{name.upper()} needs the matplotlib figure engine, not in this build")
+            box.setChecked(name in DEFAULT_FORMATS)
+            box.setToolTip(tips.get(name, name.upper()))
             self.format_boxes[name] = box
             formats.addWidget(box)
         self.width_combo = QComboBox()
-        for key, text in (("single", "single column (3.5 in)"), ("double", "double column (7.16 in)"),
-                          ("inches", "inches:")):
+        for key, text in (("single", f"single column ({WIDTHS['single']} in)"),
+                          ("double", f"double column ({WIDTHS['double']} in)"), ("inches", "inches:")):
             self.width_combo.addItem(text, key)
         self.width_combo.setCurrentIndex(1)
         self.inches = QDoubleSpinBox()
@@ -117,7 +105,7 @@ class ExportDialog(QDialog):
         width.addWidget(self.width_combo, 1)
         width.addWidget(self.inches)
         self.dpi = QSpinBox()
-        self.dpi.setRange(72, 1200)
+        self.dpi.setRange(*DPI_RANGE)
         self.dpi.setValue(DEFAULT_DPI)
         self.dpi.setToolTip("Resolution of the PNG (recorded in the file)")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
@@ -152,19 +140,53 @@ def _wrap(layout):
     return widget
 
 
-def write_figure(stem, panels, options, record):
-    """Write a composed figure ``stem.<format>`` for each format, with its run record ``stem.json``.
+def figure_spec(window, key):
+    """The engine's :class:`~lbdviewer.figures.FigureSpec` of figure ``key`` from what the window shows.
 
-    Returns the paths written (figure files first, the record last). Today
-    the figure is the panels side by side as one pixel-exact PNG (integer
-    enlargement, nearest neighbour); the chosen width and dpi are recorded.
+    Every array comes from the session's records of what ran (the patch the
+    live run solved, the whole-image result, the pattern the maps belong
+    to), and every title from the run's own parameters, not the form's.
     """
-    if set(options.formats) - set(WRITABLE_FORMATS):
-        raise ValueError(f"formats must be among {WRITABLE_FORMATS} in this build, got {options.formats!r}")
-    extra = {**record.get("extra", {}), "export": {"formats": list(options.formats),
-                                                   "width_in": options.inches(), "dpi": int(options.dpi)}}
-    png, sidecar = export_panels(stem + ".png", panels, record={**record, "extra": extra})
-    return [png, sidecar]
+    session = window.session
+    pattern = session.pattern
+    if key == "patch":
+        x, y = window.source.patch_position()
+        mode = window.pattern_panel.pairs_mode.currentData()
+        return patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
+                                    selected=window.pattern_panel.frame_index(),
+                                    title=run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size))
+    if key == "maps":
+        operator = session.operator
+        index = min(window.pattern_panel.frame_index(), pattern.m - 1)
+        name = pattern.name.upper()
+        return maps_figure([(name, operator.weight_map(), operator.occurrence_map())],
+                           frame_vectors=[(name, index, operator.frame_vector(index))])
+    if key == "live":
+        run = session.live
+        update = run.update
+        rp = run.parameters
+        return live_figure(run.patch, update.estimate, iteration=update.iteration, iterations=rp["iterations"],
+                           bit_consistency=None if update.bit_consistency is None else update.bit_consistency[-1],
+                           stop_reason=update.stop_reason().split(": ", 1)[1] if update.stopped_early else None,
+                           title=run_title(descriptor=rp["family"], m=pattern_m(rp), patch_size=rp["patch_size"],
+                                           solver=run.method))
+    if key == "whole":
+        run = session.whole
+        rp = run.parameters
+        has_original = session.source != session.features_source
+        title = run_title(descriptor=rp.get("descriptor", rp["family"]), m=run.result.params.get("m"),
+                          patch_size=None if run.features else rp["patch_size"],
+                          offset=rp["offset"] if rp["sites"] == "grid" and not run.features else None,
+                          solver=run.method, mode=run.mode)
+        return whole_image_figure(session.image if has_original else None, run.result.image,
+                                  covered=run.result.covered, edges=has_original and window.whole.edges_box.isChecked(),
+                                  metrics=run.metrics, title=title)
+    raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} (families: export_families), got {key!r}")
+
+
+def pattern_m(parameters):
+    """The M a run's pattern had (clamped to its family's maximum, as :func:`jobs.pattern_for` does)."""
+    return jobs.pattern_for(parameters).m
 
 
 class Exporter(QObject):
@@ -255,18 +277,19 @@ class Exporter(QObject):
 
     # -- figures --------------------------------------------------------------------
     def export_figure(self, key, stem, options=ExportOptions()):
-        """Write composed figure ``key`` (not ``"families"``) at ``stem``; return the paths written."""
-        if key not in FIGURE_PANELS:
-            raise ValueError(f"key must be one of {tuple(FIGURE_PANELS)} or 'families', got {key!r}")
+        """Write figure ``key`` (not ``"families"``) at ``stem`` with the figure engine; return ``{format: path}``."""
+        if key not in FIGURE_KEYS[:-1]:
+            raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} or 'families', got {key!r}")
         if not self.figure_available(key):
             raise ValueError(f"figure {key!r} has nothing to show yet")
-        canvases = self.window.panels()
-        panels = [canvases[name].panel_array() for name in FIGURE_PANELS[key]]
-        record = sidecars.figure_record(self.window.session, key,
-                                            {name: canvases[name].metadata for name in FIGURE_PANELS[key]})
-        paths = write_figure(stem, panels, options, record)
-        self._after_export(paths[0])
-        return paths
+        spec = figure_spec(self.window, key)
+        shown = {"patch_xy": list(self.window.source.patch_position()),
+                 "frame_index": self.window.pattern_panel.frame_index()} if key in ("patch", "maps") else {}
+        record = sidecars.figure_record(self.window.session, key, extra=shown)
+        written = save_figure(spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
+                              record=record)
+        self._after_export(str(written[options.formats[0]]))
+        return written
 
     def export_families(self, stem, options=ExportOptions()):
         """Reconstruct the current patch with every family on a worker, then write the figure."""
@@ -275,21 +298,23 @@ class Exporter(QObject):
         patch_xy = window.source.patch_position()
         patch = session.patch_at(*patch_xy).copy()
         parameters = dict(session.parameters)
-        panels = [PanelArray("original", patch)]
-        displays, measurements = {}, {}
+        estimates = []
 
         def collect(item):
-            family, m, estimate = item
-            shown, levels, display = window.presenter.display(estimate, reference=patch)
-            displays[family], measurements[family] = display, m
-            panels.append(PanelArray(family, shown, levels, metadata={"family": family, "m": m}))
+            family, estimate = item
+            m = jobs.pattern_for(parameters, family=family).m
+            estimates.append((run_title(descriptor=family, m=m), estimate))
 
         def write(completed):
             self.figure_runner.progressed.disconnect(collect)
             self.figure_runner.finished.disconnect(write)
             if completed:
-                record = sidecars.families_record(session, patch_xy, parameters, measurements, displays)
-                self._report(lambda: self._after_export(write_figure(stem, panels, options, record)[0]))
+                spec = families_figure(patch, estimates, title=run_title(
+                    patch_size=parameters["patch_size"], solver=parameters["solver"]))
+                record = sidecars.families_record(session, patch_xy, parameters, FAMILIES)
+                self._report(lambda: self._after_export(str(save_figure(
+                    spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
+                    record=record)[options.formats[0]])))
 
         self.figure_runner.progressed.connect(collect)
         self.figure_runner.finished.connect(write)

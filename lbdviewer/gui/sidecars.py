@@ -160,15 +160,13 @@ def panel_record(session, name, metadata):
     return pattern_record(f"panel:{name}", session, display=display, extra=extra)
 
 
-def figure_record(session, key, metadata):
-    """The record of composed figure ``key``; ``metadata`` maps each panel to what its canvas shows."""
-    display = {name: m["display"] for name, m in metadata.items() if "display" in m} or None
-    extra = {"shown": {name: {k: v for k, v in m.items() if k != "display"} for name, m in metadata.items()}}
+def figure_record(session, key, *, extra=None):
+    """The record of figure ``key`` made by the figure engine (which adds how it displays each panel)."""
     if key == "live":
-        return live_record(f"figure:{key}", session, display=display, extra=extra)
+        return live_record(f"figure:{key}", session, extra=extra)
     if key == "whole":
-        return whole_record(f"figure:{key}", session, display=display, extra=extra)
-    return pattern_record(f"figure:{key}", session, display=display, extra=extra)
+        return whole_record(f"figure:{key}", session, extra=extra)
+    return pattern_record(f"figure:{key}", session, extra=extra)
 
 
 def families_record(session, patch_xy, parameters, measurements, displays=None):

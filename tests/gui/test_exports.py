@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+import re
+from pathlib import Path
+
 from lbdviewer.gui.export import read_png, sidecar_path, to_rgb, upscale
 from lbdviewer.gui.export_actions import ExportDialog, ExportOptions
 from lbdviewer.records import read_sidecar
@@ -42,13 +45,28 @@ def test_panel_export_is_pixel_exact(qtbot, window, tmp_path):
     np.testing.assert_array_equal(read_png(png), upscale(to_rgb(window.pattern_panel.frame.panel_array()), 3))
 
 
-def test_the_maps_record_names_the_frame_vector_shown(qtbot, window, tmp_path):
+def svg_text(path):
+    """The words of an SVG written with its text kept as text (caption lines joined by spaces)."""
+    lines = re.findall(r"<text[^>]*>([^<]*)", Path(path).read_text(encoding="utf-8"))
+    return " ".join(lines)
+
+
+def test_the_maps_figure_names_the_frame_vector_shown(qtbot, window, tmp_path):
     window.pattern_panel.spin.setValue(77)
-    paths = window.exports.export_figure("maps", str(tmp_path / "maps"))
-    record = strict_json(paths[1])
-    assert record["extra"]["shown"]["frame-vector"]["frame_index"] == 77
-    assert "L_77" in window.pattern_panel.frame.title_text()
-    assert read_png(paths[0]).shape[1] > 3 * read_png(paths[0]).shape[0]  # three panels side by side
+    written = window.exports.export_figure("maps", str(tmp_path / "maps"), ExportOptions(("png", "svg"), "single"))
+    assert sorted(written) == ["json", "png", "svg"]
+    record = strict_json(written["json"])
+    assert record["kind"] == "figure:maps" and record["extra"]["frame_index"] == 77
+    assert "i = 77" in svg_text(written["svg"]) and "L_77" in window.pattern_panel.frame.title_text()
+    assert record["extra"]["figure"]["formats"] == ["png", "svg"]
+
+
+def test_the_patch_figure_draws_the_chosen_pairs(qtbot, window, tmp_path):
+    window.pattern_panel.pairs_mode.setCurrentIndex(window.pattern_panel.pairs_mode.findData("selected"))
+    window.pattern_panel.spin.setValue(5)
+    written = window.exports.export_figure("patch", str(tmp_path / "patch"), ExportOptions(("svg",), 3.0, 150))
+    assert "the selected pair 5 only" in svg_text(written["svg"])
+    assert strict_json(written["json"])["extra"]["patch_xy"] == list(window.source.patch_position())
 
 
 @pytest.mark.parametrize("mode", ["joint", "patches"])
@@ -56,8 +74,8 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     reconstruct(qtbot, window, mode=mode, offset=8)
     window.controls.set_value("iterations", 55)  # an edit after the run must not leak into its record
     window.rebuild()
-    png, sidecar = window.exports.export_figure("whole", str(tmp_path / f"whole-{mode}"))
-    record = strict_json(sidecar)
+    written = window.exports.export_figure("whole", str(tmp_path / f"whole-{mode}"), ExportOptions(("png", "svg")))
+    record = strict_json(written["json"])
     solver = record["solver"]
     assert record["status"] == "completed" and solver["mode"] == mode and record["extra"]["current"] is False
     assert solver["method"] == ("consistency" if mode == "joint" else "biht")  # not the form's "biht" for joint
@@ -65,12 +83,13 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     assert record["metrics"]["psnr"] > 0 and 0 < record["metrics"]["correlation"] <= 1
     assert record["parameters"]["sites"] == len(window.session.sites) and record["parameters"]["site_rule"] == "grid"
     assert record["display"]["reconstruction"]["rule"] == "fit"  # shown fitted to the original
+    solver_words = "consistency (joint)" if mode == "joint" else "biht (patches)"
+    assert solver_words in svg_text(written["svg"])  # the title names the solver that ran
     if mode == "joint":
         assert 1 <= solver["iterations_run"] <= solver["iterations_requested"]
         assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
     else:
         assert solver["iterations_run"] is None and solver["iterations_requested"] == 40
-    assert read_png(png).shape == (96 * 5, 2 * 96 * 5 + 4, 3)
 
 
 def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):
@@ -100,8 +119,9 @@ def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
     window.rebuild()
     wait_live_done(qtbot, window, timeout=60000)
     assert not window.live.consistency_plot.isVisible() and window.live.consistency_note.isVisible()
-    paths = window.exports.export_figure("live", str(tmp_path / "live"))
-    record = strict_json(paths[1])
+    written = window.exports.export_figure("live", str(tmp_path / "live"), ExportOptions(("svg",)))
+    assert "real-valued" in svg_text(written["svg"])  # the caption says there are no bits
+    record = strict_json(written["json"])
     solver = record["solver"]
     assert (solver["method"], record["parameters"]["binary"], solver["bit_consistency"]) == ("primal-dual", False,
                                                                                              None)
@@ -125,20 +145,23 @@ def test_the_export_dialog_offers_formats_widths_and_dpi(qtbot, window, tmp_path
     dialog = ExportDialog("Export figure", str(tmp_path / "fig.png"), window)
     qtbot.addWidget(dialog)
     assert dialog.stem() == str(tmp_path / "fig")
-    assert dialog.options() == ExportOptions(("png",), "double", 300)
+    assert dialog.options() == ExportOptions(("png", "pdf"), "double", 300)
     dialog.width_combo.setCurrentIndex(dialog.width_combo.findData("inches"))
     dialog.inches.setValue(4.5)
     dialog.dpi.setValue(600)
-    assert dialog.options() == ExportOptions(("png",), 4.5, 600) and dialog.options().inches() == 4.5
-    dialog.format_boxes["png"].setChecked(False)
+    dialog.format_boxes["svg"].setChecked(True)
+    assert dialog.options() == ExportOptions(("png", "pdf", "svg"), 4.5, 600) and dialog.options().inches() == 4.5
+    for box in dialog.format_boxes.values():
+        box.setChecked(False)
     with pytest.raises(ValueError, match="formats must be"):
         dialog.options()
 
 
 def test_the_families_figure_is_made_on_a_worker(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.exports.exported, timeout=60000) as blocker:
-        window.exports.export_families(str(tmp_path / "families"))
+        window.exports.export_families(str(tmp_path / "families"), ExportOptions(("png",), "single", 150))
     assert blocker.args == [str(tmp_path / "families.png")]
     record = strict_json(tmp_path / "families.json")
     assert record["extra"]["families"] == ["brief", "freak", "ra-freak", "ex-freak"]
-    assert record["parameters"]["m_by_family"] == {"brief": 128, "freak": 128, "ra-freak": 128, "ex-freak": 903}
+    assert set(record["display"]) == {"original patch", "BRIEF M=128", "FREAK M=128", "RA-FREAK M=128",
+                                      "EX-FREAK M=903"}
