@@ -90,7 +90,8 @@ class WholeRun:
     metrics : dict or None
         Against the original, when there is one.
     iterations_run : int or None
-        Iterations of the whole-image solver (None for patchwise runs).
+        Iterations run: the whole-image solver's so far, and at the end the
+        core's count (for a patchwise run the most any patch ran).
     stale : bool
         The parameters changed since the run: it is no longer current.
     source : str
@@ -366,8 +367,10 @@ class Session:
             metrics = update.metrics
             if metrics is None and self.whole.features and self.source != self.features_source:
                 metrics = jobs.image_metrics(self.image, update.result)
+            ran = update.result.iterations_run  # the core's count (patchwise: the most any patch ran)
             run = replace(run, result=update.result, method=update.result.method, mode=update.result.mode,
-                          estimate=update.result.image, metrics=metrics, seconds=float(update.result.seconds))
+                          estimate=update.result.image, metrics=metrics, seconds=float(update.result.seconds),
+                          iterations_run=ran if ran is not None else run.iterations_run)
         self._set_whole(run)
 
     def whole_ended(self, completed):

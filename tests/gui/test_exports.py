@@ -88,8 +88,8 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     if mode == "joint":
         assert 1 <= solver["iterations_run"] <= solver["iterations_requested"]
         assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
-    else:
-        assert solver["iterations_run"] is None and solver["iterations_requested"] == 40
+    else:  # the most iterations any patch ran
+        assert 1 <= solver["iterations_run"] <= solver["iterations_requested"] == 40
 
 
 def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):

@@ -99,7 +99,7 @@ def test_a_patchwise_run_records_patchwise_biht(session):
     record = sidecars.whole_record("figure:whole", session)
     solver = record["solver"]
     assert (solver["mode"], solver["method"], record["status"]) == ("patches", "biht", "completed")
-    assert solver["iterations_requested"] == 30 and solver["iterations_run"] is None  # each patch runs its own
+    assert solver["iterations_requested"] == 30 and 1 <= solver["iterations_run"] <= 30  # the most any patch ran
 
 
 def test_a_real_valued_live_run_has_no_bit_consistency(session):
