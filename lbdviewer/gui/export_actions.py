@@ -34,9 +34,6 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from lbdviewer.figures import (DEFAULT_DPI, DEFAULT_FORMATS, FORMATS, WIDTHS, families_figure, live_figure,
-                               maps_figure, patch_pattern_figure, run_title, save_figure, whole_image_figure)
-from lbdviewer.figures.engine import DPI_RANGE, check_dpi, check_formats, check_width
 from lbdviewer.gui import jobs, sidecars
 from lbdviewer.gui.export import export_panels
 from lbdviewer.gui.workers import JobRunner
@@ -46,24 +43,35 @@ FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
 FIGURE_KEYS = ("patch", "maps", "live", "whole", "families")
 
 
+def engine():
+    """The figure engine, imported when a figure is made (matplotlib sets up its folders on import)."""
+    from lbdviewer import figures
+
+    return figures
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     """How a figure is written: formats, width (``"single"``, ``"double"`` or inches) and dpi.
 
-    Checked by the figure engine's own rules (:mod:`lbdviewer.figures.engine`).
+    None takes the figure engine's default; everything is checked by the
+    engine's own rules (:mod:`lbdviewer.figures.engine`).
     """
 
-    formats: tuple = DEFAULT_FORMATS
+    formats: tuple | None = None
     width: object = "double"
-    dpi: int = DEFAULT_DPI
+    dpi: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "formats", check_formats(self.formats))
-        check_width(self.width)
-        check_dpi(self.dpi)
+        figures = engine()
+        formats = figures.DEFAULT_FORMATS if self.formats is None else self.formats
+        object.__setattr__(self, "formats", figures.engine.check_formats(formats))
+        object.__setattr__(self, "dpi", figures.engine.check_dpi(figures.DEFAULT_DPI if self.dpi is None
+                                                                 else self.dpi))
+        figures.engine.check_width(self.width)
 
     def inches(self):
-        return check_width(self.width)
+        return engine().engine.check_width(self.width)
 
 
 class ExportDialog(QDialog):
@@ -81,17 +89,18 @@ class ExportDialog(QDialog):
         where.addWidget(browse)
         self.format_boxes = {}
         formats = QHBoxLayout()
+        figures = engine()
         tips = {"png": "PNG with its dpi recorded", "pdf": "PDF with TrueType text (searchable, editable)",
                 "svg": "SVG with text kept as text"}
-        for name in FORMATS:
+        for name in figures.FORMATS:
             box = QCheckBox(name.upper())
-            box.setChecked(name in DEFAULT_FORMATS)
+            box.setChecked(name in figures.DEFAULT_FORMATS)
             box.setToolTip(tips.get(name, name.upper()))
             self.format_boxes[name] = box
             formats.addWidget(box)
         self.width_combo = QComboBox()
-        for key, text in (("single", f"single column ({WIDTHS['single']} in)"),
-                          ("double", f"double column ({WIDTHS['double']} in)"), ("inches", "inches:")):
+        for key, text in (("single", f"single column ({figures.WIDTHS['single']} in)"),
+                          ("double", f"double column ({figures.WIDTHS['double']} in)"), ("inches", "inches:")):
             self.width_combo.addItem(text, key)
         self.width_combo.setCurrentIndex(1)
         self.inches = QDoubleSpinBox()
@@ -105,8 +114,8 @@ class ExportDialog(QDialog):
         width.addWidget(self.width_combo, 1)
         width.addWidget(self.inches)
         self.dpi = QSpinBox()
-        self.dpi.setRange(*DPI_RANGE)
-        self.dpi.setValue(DEFAULT_DPI)
+        self.dpi.setRange(*figures.engine.DPI_RANGE)
+        self.dpi.setValue(figures.DEFAULT_DPI)
         self.dpi.setToolTip("Resolution of the PNG (recorded in the file)")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -147,55 +156,61 @@ def figure_spec(window, key):
     live run solved, the whole-image result, the pattern the maps belong
     to), and every title from the run's own parameters, not the form's.
     """
+    figures = engine()
     session = window.session
     pattern = session.pattern
     if key == "patch":
         x, y = window.source.patch_position()
         mode = window.pattern_panel.pairs_mode.currentData()
-        return patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
-                                    selected=window.pattern_panel.frame_index(),
-                                    title=run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size))
+        title = figures.run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size)
+        return figures.patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
+                                            selected=window.pattern_panel.frame_index(), title=title)
     if key == "maps":
         operator = session.operator
         index = min(window.pattern_panel.frame_index(), pattern.m - 1)
         name = pattern.name.upper()
-        return maps_figure([(name, operator.weight_map(), operator.occurrence_map())],
-                           frame_vectors=[(name, index, operator.frame_vector(index))])
+        return figures.maps_figure([(name, operator.weight_map(), operator.occurrence_map())],
+                                   frame_vectors=[(name, index, operator.frame_vector(index))])
     if key == "live":
         run = session.live
         update = run.update
         rp = run.parameters
-        return live_figure(run.patch, update.estimate, iteration=update.iteration, iterations=rp["iterations"],
-                           bit_consistency=None if update.bit_consistency is None else update.bit_consistency[-1],
-                           stop_reason=update.stop_reason().split(": ", 1)[1] if update.stopped_early else None,
-                           title=run_title(descriptor=rp["family"], m=pattern_m(rp), patch_size=rp["patch_size"],
-                                           solver=run.method))
+        title = figures.run_title(descriptor=rp["family"], m=rp["m"], patch_size=rp["patch_size"], solver=run.method)
+        return figures.live_figure(
+            run.patch, update.estimate, iteration=update.iteration, iterations=rp["iterations"],
+            bit_consistency=None if update.bit_consistency is None else update.bit_consistency[-1],
+            stop_reason=update.stop_reason().split(": ", 1)[1] if update.stopped_early else None, title=title)
     if key == "whole":
         run = session.whole
         rp = run.parameters
-        has_original = session.source != session.features_source
-        title = run_title(descriptor=rp.get("descriptor", rp["family"]), m=run.result.params.get("m"),
-                          patch_size=None if run.features else rp["patch_size"],
-                          offset=rp["offset"] if rp["sites"] == "grid" and not run.features else None,
-                          solver=run.method, mode=run.mode)
-        return whole_image_figure(session.image if has_original else None, run.result.image,
-                                  covered=run.result.covered, edges=has_original and window.whole.edges_box.isChecked(),
-                                  metrics=run.metrics, title=title)
+        title = figures.run_title(descriptor=rp.get("descriptor", rp["family"]), m=run.result.params.get("m"),
+                                  patch_size=None if run.features else rp["patch_size"],
+                                  offset=rp["offset"] if rp["sites"] == "grid" and not run.features else None,
+                                  solver=run.method, mode=run.mode)
+        original = session.image if session.has_pixels else None
+        return figures.whole_image_figure(original, run.result.image, covered=run.result.covered,
+                                          edges=original is not None and window.whole.edges_box.isChecked(),
+                                          metrics=run.metrics, title=title)
     raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} (families: export_families), got {key!r}")
 
 
-def pattern_m(parameters):
-    """The M a run's pattern had (clamped to its family's maximum, as :func:`jobs.pattern_for` does)."""
-    return jobs.pattern_for(parameters).m
+def write_job(spec, stem, options, record):
+    """Render and write a figure with the engine (a generator, so a worker thread runs it); yield ``{format: path}``."""
+    yield engine().save_figure(spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
+                               record=record)
 
 
 class Exporter(QObject):
     """Exports of the window's panels and figures, with their records and the last-export folder.
 
+    Panels are written at once (a PNG of an array); figures are rendered by
+    matplotlib on a worker thread (:attr:`writer`), and the patches of the
+    families figure are solved on another (:attr:`figure_runner`).
+
     Signals
     -------
     exported(str)
-        A file was written (its path).
+        A file was written (its path; for a figure, its first format's).
     """
 
     exported = pyqtSignal(str)
@@ -204,7 +219,18 @@ class Exporter(QObject):
         super().__init__(window)
         self.window = window
         self.figure_runner = JobRunner(self, interval=0.0)  # every family counts
-        self.figure_runner.failed.connect(lambda message: window.show_error("Figure failed", message))
+        self.writer = JobRunner(self, interval=0.0)
+        self.last_written = {}
+        for runner in (self.figure_runner, self.writer):
+            runner.failed.connect(lambda message: window.show_error("Export failed", message))
+        self.writer.progressed.connect(self._on_written)
+
+    def runners(self):
+        return (self.figure_runner, self.writer)
+
+    def _on_written(self, written):
+        self.last_written = {key: str(path) for key, path in written.items()}
+        self._after_export(next(iter(self.last_written.values())))
 
     # -- folders -------------------------------------------------------------------
     def last_folder(self):
@@ -276,8 +302,20 @@ class Exporter(QObject):
             self._report(lambda: self.export_panel(name, path))
 
     # -- figures --------------------------------------------------------------------
-    def export_figure(self, key, stem, options=ExportOptions()):
-        """Write figure ``key`` (not ``"families"``) at ``stem`` with the figure engine; return ``{format: path}``."""
+    def export_figure(self, key, stem, options=None):
+        """Write figure ``key`` (not ``"families"``) at ``stem`` with the figure engine, on a worker thread.
+
+        The spec and the record are taken now (what the window shows now);
+        ``exported`` follows when the files are written, and
+        :attr:`last_written` holds ``{format: path}``. ``options``:
+        :class:`ExportOptions` (default: the engine's defaults).
+
+        Raises
+        ------
+        ValueError
+            Unknown ``key``, or nothing to show in that figure yet.
+        """
+        options = ExportOptions() if options is None else options
         if key not in FIGURE_KEYS[:-1]:
             raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} or 'families', got {key!r}")
         if not self.figure_available(key):
@@ -286,35 +324,33 @@ class Exporter(QObject):
         shown = {"patch_xy": list(self.window.source.patch_position()),
                  "frame_index": self.window.pattern_panel.frame_index()} if key in ("patch", "maps") else {}
         record = sidecars.figure_record(self.window.session, key, extra=shown)
-        written = save_figure(spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
-                              record=record)
-        self._after_export(str(written[options.formats[0]]))
-        return written
+        self.writer.start(write_job(spec, stem, options, record))
+        self.window.show_status(f"Writing {stem} ({', '.join(options.formats)})…")
 
-    def export_families(self, stem, options=ExportOptions()):
-        """Reconstruct the current patch with every family on a worker, then write the figure."""
+    def export_families(self, stem, options=None):
+        """Reconstruct the current patch with every family on a worker, then write the figure (on another)."""
+        options = ExportOptions() if options is None else options
+        figures = engine()
         window = self.window
         session = window.session
         patch_xy = window.source.patch_position()
         patch = session.patch_at(*patch_xy).copy()
         parameters = dict(session.parameters)
-        estimates = []
+        estimates, measurements = [], {}
 
         def collect(item):
-            family, estimate = item
-            m = jobs.pattern_for(parameters, family=family).m
-            estimates.append((run_title(descriptor=family, m=m), estimate))
+            family, m, estimate = item
+            measurements[family] = m
+            estimates.append((figures.run_title(descriptor=family, m=m), estimate))
 
         def write(completed):
             self.figure_runner.progressed.disconnect(collect)
             self.figure_runner.finished.disconnect(write)
             if completed:
-                spec = families_figure(patch, estimates, title=run_title(
+                spec = figures.families_figure(patch, estimates, title=figures.run_title(
                     patch_size=parameters["patch_size"], solver=parameters["solver"]))
-                record = sidecars.families_record(session, patch_xy, parameters, FAMILIES)
-                self._report(lambda: self._after_export(str(save_figure(
-                    spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
-                    record=record)[options.formats[0]])))
+                record = sidecars.families_record(session, patch_xy, parameters, measurements)
+                self.writer.start(write_job(spec, stem, options, record))
 
         self.figure_runner.progressed.connect(collect)
         self.figure_runner.finished.connect(write)

@@ -480,7 +480,7 @@ class MainWindow(QMainWindow):
         return any(runner.running for runner in self._runners())
 
     def _runners(self):
-        return (self.live_runner, self.whole_runner, self.loader, self.exports.figure_runner)
+        return (self.live_runner, self.whole_runner, self.loader, *self.exports.runners())
 
     def shutdown(self):
         """Stop every job and wait for the worker threads."""

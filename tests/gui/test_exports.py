@@ -21,6 +21,13 @@ def wait_live_done(qtbot, window, timeout=10000):
                     timeout=timeout)
 
 
+def export_figure(qtbot, window, key, stem, options=None):
+    """Export figure ``key`` as the menu does and wait for the worker to write it; return ``{format: path}``."""
+    with qtbot.waitSignal(window.exports.exported, timeout=60000):
+        window.exports.export_figure(key, str(stem), options)
+    return window.exports.last_written
+
+
 def reconstruct(qtbot, window, **parameters):
     for name, value in parameters.items():
         setattr(window.parameters, name, value)
@@ -53,7 +60,7 @@ def svg_text(path):
 
 def test_the_maps_figure_names_the_frame_vector_shown(qtbot, window, tmp_path):
     window.pattern_panel.spin.setValue(77)
-    written = window.exports.export_figure("maps", str(tmp_path / "maps"), ExportOptions(("png", "svg"), "single"))
+    written = export_figure(qtbot, window, "maps", tmp_path / "maps", ExportOptions(("png", "svg"), "single"))
     assert sorted(written) == ["json", "png", "svg"]
     record = strict_json(written["json"])
     assert record["kind"] == "figure:maps" and record["extra"]["frame_index"] == 77
@@ -64,7 +71,7 @@ def test_the_maps_figure_names_the_frame_vector_shown(qtbot, window, tmp_path):
 def test_the_patch_figure_draws_the_chosen_pairs(qtbot, window, tmp_path):
     window.pattern_panel.pairs_mode.setCurrentIndex(window.pattern_panel.pairs_mode.findData("selected"))
     window.pattern_panel.spin.setValue(5)
-    written = window.exports.export_figure("patch", str(tmp_path / "patch"), ExportOptions(("svg",), 3.0, 150))
+    written = export_figure(qtbot, window, "patch", tmp_path / "patch", ExportOptions(("svg",), 3.0, 150))
     assert "the selected pair 5 only" in svg_text(written["svg"])
     assert strict_json(written["json"])["extra"]["patch_xy"] == list(window.source.patch_position())
 
@@ -74,7 +81,7 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     reconstruct(qtbot, window, mode=mode, offset=8)
     window.controls.set_value("iterations", 55)  # an edit after the run must not leak into its record
     window.rebuild()
-    written = window.exports.export_figure("whole", str(tmp_path / f"whole-{mode}"), ExportOptions(("png", "svg")))
+    written = export_figure(qtbot, window, "whole", str(tmp_path / f"whole-{mode}"), ExportOptions(("png", "svg")))
     record = strict_json(written["json"])
     solver = record["solver"]
     assert record["status"] == "completed" and solver["mode"] == mode and record["extra"]["current"] is False
@@ -119,7 +126,7 @@ def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
     window.rebuild()
     wait_live_done(qtbot, window, timeout=60000)
     assert not window.live.consistency_plot.isVisible() and window.live.consistency_note.isVisible()
-    written = window.exports.export_figure("live", str(tmp_path / "live"), ExportOptions(("svg",)))
+    written = export_figure(qtbot, window, "live", str(tmp_path / "live"), ExportOptions(("svg",)))
     assert "real-valued" in svg_text(written["svg"])  # the caption says there are no bits
     record = strict_json(written["json"])
     solver = record["solver"]
