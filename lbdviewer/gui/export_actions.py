@@ -35,7 +35,7 @@ from PyQt6.QtWidgets import (
 )
 
 from lbdviewer.gui import jobs, sidecars
-from lbdviewer.gui.export import export_panels
+from lbdviewer.gui.export import export_panel
 from lbdviewer.gui.workers import JobRunner
 
 FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
@@ -281,7 +281,7 @@ class Exporter(QObject):
             raise ValueError(f"panel {name!r} has nothing to export yet (a run must have ended)")
         canvas = self.window.panels()[name]
         record = sidecars.panel_record(self.window.session, name, canvas.metadata)
-        result = export_panels(path, [canvas.panel_array()], factor=factor, record=record)
+        result = export_panel(path, canvas.panel_array(), factor=factor, record=record)
         self._after_export(path)
         return result
 

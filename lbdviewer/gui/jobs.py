@@ -226,7 +226,7 @@ def live_updates(operator, patch, parameters):
 
 
 def family_patches(patch, parameters, families):
-    """Reconstruct one patch with several descriptor families (for a composed figure).
+    """Reconstruct one patch with several descriptor families (for the families figure).
 
     Yields ``(family, m, estimate)``, one per family, in order: ``m`` is the
     number of measurements the family's pattern really has (EX-FREAK always
