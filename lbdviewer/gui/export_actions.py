@@ -37,8 +37,11 @@ from PyQt6.QtWidgets import (
 from lbdviewer.gui import jobs, sidecars
 from lbdviewer.gui.export import export_panel
 from lbdviewer.gui.workers import JobRunner
+from lbdviewer.operators import DescriptorOperator
 
 FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
+#: The maps figure sets each family beside this one (the paper's Fig. 5 compares BRIEF and FREAK).
+COMPARED_WITH = {"brief": "freak", "freak": "brief", "ra-freak": "freak", "ex-freak": "freak"}
 #: The figures the app makes with the engine.
 FIGURE_KEYS = ("patch", "maps", "live", "whole", "families")
 
@@ -165,12 +168,13 @@ def figure_spec(window, key):
         title = figures.run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size)
         return figures.patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
                                             selected=window.pattern_panel.frame_index(), title=title)
-    if key == "maps":
+    if key == "maps":  # the current descriptor beside the one the paper compares it with, one scale a row
         operator = session.operator
         index = min(window.pattern_panel.frame_index(), pattern.m - 1)
-        name = pattern.name.upper()
-        return figures.maps_figure([(name, operator.weight_map(), operator.occurrence_map())],
-                                   frame_vectors=[(name, index, operator.frame_vector(index))])
+        other = DescriptorOperator(jobs.pattern_for(session.parameters, family=COMPARED_WITH[pattern.name]))
+        entries = [(f"{op.pattern.name.upper()} M={op.m}", op.weight_map(), op.occurrence_map())
+                   for op in (operator, other)]
+        return figures.maps_figure(entries, frame_vectors=[(entries[0][0], index, operator.frame_vector(index))])
     if key == "live":
         run = session.live
         update = run.update
