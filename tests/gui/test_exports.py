@@ -105,6 +105,7 @@ def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):
     reconstruct(qtbot, window, offset=8)
     window.parameters.offset = 1
     window.parameters.iterations = 400
+    window.parameters.mode = "patches"  # 6561 patches x 400 iterations: cancelled long before the end
     window.rebuild()
     window.run_whole()
     qtbot.waitUntil(lambda: window.session.whole.estimate is not None, timeout=10000)
@@ -118,7 +119,8 @@ def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "partial.png"))
     record = strict_json(sidecar)
     assert record["status"] == "cancelled" and record["metrics"] == {} and record["extra"]["fraction_done"] < 1
-    assert record["parameters"]["offset"] == 1 and record["solver"]["method"] == "consistency"
+    assert record["parameters"]["offset"] == 1 and record["solver"]["method"] == "biht"
+    assert record["solver"]["mode"] == "patches"
 
 
 def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):

@@ -226,6 +226,7 @@ def test_whole_image_reconstruction_runs_to_completion(qtbot, window, mode):
 def test_whole_image_reconstruction_can_be_cancelled(qtbot, window):
     window.parameters.offset = 1
     window.parameters.iterations = 400
+    window.parameters.mode = "patches"  # 6561 patches x 400 iterations: far longer than the wait below
     window.rebuild()
     window.run_whole()
     assert window.whole.cancel_button.isEnabled()
