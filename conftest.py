@@ -7,7 +7,7 @@
 from pathlib import Path
 
 GUI = Path(__file__).resolve().parent / "lbdviewer" / "gui"
-QT_FREE_GUI_MODULES = {"model.py"}
+QT_FREE_GUI_MODULES = {"model.py", "session.py", "sidecars.py", "jobs.py", "presenter.py"}
 
 
 def pytest_ignore_collect(collection_path, config):

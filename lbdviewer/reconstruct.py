@@ -340,6 +340,7 @@ def _rows_as_values(descriptors, kind, rows, m):
 def _patchwise(descriptors, kind, sites, unique, index, shape, method, iterations, sparsity, lam, chunk):
     height, width = shape
     total = np.zeros((height, width), dtype=np.float64)
+    covered = np.zeros((height, width), dtype=np.int64)  # patches solved so far over each pixel
     consistent = 0
     done = ran = 0
     for p, pattern in enumerate(unique):
@@ -357,8 +358,10 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
             if state.bit_consistency is not None:
                 consistent += float(np.sum(state.bit_consistency)) * pattern.m
             _accumulate(total, np.asarray(state.x, dtype=np.float64), sites[part])
+            covered += coverage(shape, sites[part], pattern.patch_size)
             done += part.size
-            yield ImageProgress(done=done, total=len(sites))
+            yield ImageProgress(done=done, total=len(sites),
+                                estimate=np.where(covered > 0, total / np.maximum(covered, 1), 0.0))
     sizes = np.array([p.patch_size for p in unique])[index]
     counts = coverage(shape, sites, sizes)
     image = np.where(counts > 0, total / np.maximum(counts, 1), 0.0)

@@ -61,17 +61,25 @@ def run_app(args):
 
 
 def _run_window(app, args, settings, size, screenshot):
-    window = MainWindow(settings, load_sample=not (args.image or getattr(args, "features", None)))
+    features = getattr(args, "features", None)
+    window = MainWindow(settings, load_sample=not (args.image or features))
     if screenshot:
         window.resize(*size)
     status = {"code": 0}
-    if args.image and not window.load_path(args.image):
+
+    def failed(message):
         if screenshot:
-            print(f"lbdviewer: {window.message_box.text()}", file=sys.stderr)
-            return 2
-        window.load_sample(DEFAULT_SAMPLE)  # the message box says why; show something meanwhile
-    if getattr(args, "features", None):
-        window.load_features_path(args.features)
+            print(f"lbdviewer: {message}", file=sys.stderr)
+            status["code"] = 2
+            window.close()
+        elif window.session.image is None:
+            window.load_sample(DEFAULT_SAMPLE)  # the message box says why; show something meanwhile
+
+    window.load_failed.connect(failed)
+    if args.image:
+        window.load_path(args.image)
+    if features:
+        window.load_path(features)
     window.show()
     if screenshot:
         _schedule_screenshot(app, window, screenshot, status)
@@ -80,15 +88,24 @@ def _run_window(app, args, settings, size, screenshot):
 
 
 def _schedule_screenshot(app, window, path, status):
-    """Start the whole-image reconstruction; grab the window once all work is done."""
-    if window.features is None:  # a feature file is already being inverted
-        window.run_whole()
-    waited = {"ticks": 0}
+    """Once the document is open, reconstruct the whole image; grab the window when all work is done."""
+    waited = {"ticks": 0, "whole_started": False}
 
     def check():
         waited["ticks"] += 1
-        if window.busy() and waited["ticks"] * 0.2 < SCREENSHOT_TIMEOUT_S:
+        if status["code"]:
+            timer.stop()
             return
+        timed_out = waited["ticks"] * 0.2 >= SCREENSHOT_TIMEOUT_S
+        if window.busy() and not timed_out:
+            return
+        if not waited["whole_started"] and not timed_out:
+            waited["whole_started"] = True
+            if window.session.image is None:
+                return
+            if window.session.features is None:  # a feature file is inverted as it opens
+                window.run_whole()
+                return
         timer.stop()
         if window.busy():
             print("lbdviewer: screenshot timed out waiting for the reconstructions", file=sys.stderr)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
 
 from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtGui import QValidator
 from PyQt6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -52,6 +53,26 @@ ORDER = ("family", "patch_size", "m", "binary", "solver", "sparsity", "iteration
          "offset", "sites", "mode")
 
 
+class ReportingSpinBox(QSpinBox):
+    """A spin box that reports a typed value beyond its range instead of silently dropping the keystroke.
+
+    Qt refuses the key that would take the text out of range (typing 5000
+    with a maximum of 4096 leaves 500): :attr:`typed_out_of_range` carries
+    the value that was refused, so the form can say why.
+    """
+
+    typed_out_of_range = pyqtSignal(int)
+
+    def validate(self, text, pos):
+        state, text, pos = super().validate(text, pos)
+        if state == QValidator.State.Invalid:
+            digits = self.cleanText() if text == self.text() else text.removeprefix(self.prefix()).removesuffix(
+                self.suffix()).strip()
+            if digits.lstrip("-").isdigit() and not self.minimum() <= int(digits) <= self.maximum():
+                self.typed_out_of_range.emit(int(digits))
+        return state, text, pos
+
+
 class ParametersPanel(QWidget):
     """A form editing a :class:`~lbdviewer.gui.model.Parameters`.
 
@@ -79,10 +100,14 @@ class ParametersPanel(QWidget):
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #444;")
+        self.refusal = QLabel()
+        self.refusal.setWordWrap(True)
+        self.refusal.setStyleSheet("color: #b00020;")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(form)
         layout.addWidget(self.note)
+        layout.addWidget(self.refusal)
         layout.addStretch(1)
         parameters.subscribe(lambda name, value: self.sync())
         self.sync()
@@ -99,7 +124,8 @@ class ParametersPanel(QWidget):
             widget.setDecimals(4)
             widget.setSingleStep(0.01)
         else:
-            widget = QSpinBox()
+            widget = ReportingSpinBox()
+            widget.typed_out_of_range.connect(lambda value, name=name: self._typed_out_of_range(name, value))
         if name == "sparsity":
             widget.setSuffix(" %")
         widget.setKeyboardTracking(False)
@@ -127,8 +153,24 @@ class ParametersPanel(QWidget):
         try:
             setattr(self.parameters, name, value)
         except ValueError as error:
-            self.refused.emit(str(error))
+            self._refuse(str(error))
             self.sync()
+        else:
+            self.refusal.clear()
+
+    def _typed_out_of_range(self, name, value):
+        """Say why a typed value was refused, in the model's words."""
+        if name == "sparsity":
+            value = value / 100.0
+        try:
+            self.parameters.check(name, value)
+        except ValueError as error:
+            self._refuse(str(error))
+
+    def _refuse(self, message):
+        if message != self.refusal.text():
+            self.refusal.setText(message)
+            self.refused.emit(message)
 
     def sync(self):
         """Show the model's values, ranges and allowed choices."""

@@ -1,27 +1,28 @@
-"""Pixel-exact export of panels and composed figures, each with a JSON beside it.
+"""Pixel-exact export of a panel, with its run record beside it.
 
 A panel is exported from the ARRAY it shows, never from the screen: the array
 is mapped to 8-bit colour with the panel's levels and colormap and enlarged by
 an integer factor with nearest neighbour (``np.repeat``), so every array
 element becomes a ``factor x factor`` block of one colour. A JSON file with
-the same stem records every parameter and the library versions.
+the same stem holds the run record (:mod:`lbdviewer.records`) of what the
+panel shows, with the export's own details under ``extra["export"]``.
+Figures for papers (several panels, captions, vector text) are made by the
+figure engine instead (:mod:`lbdviewer.figures`, see
+:mod:`lbdviewer.gui.export_actions`).
 """
 
 from __future__ import annotations
 
 import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
 
-import datetime
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 from PyQt6.QtGui import QImage
 
-from lbdviewer.io import library_versions, save_json, save_png
-
-GAP = 4
-
+from lbdviewer.io import save_png
+from lbdviewer.records import write_sidecar
 
 @dataclass
 class PanelArray:
@@ -71,18 +72,6 @@ def default_factor(shape, *, target=512):
     return max(1, int(target) // max(int(shape[0]), int(shape[1])))
 
 
-def compose(rgbs, *, gap=GAP):
-    """Place RGB panels side by side on white, top-aligned, ``gap`` pixels apart."""
-    height = max(rgb.shape[0] for rgb in rgbs)
-    width = sum(rgb.shape[1] for rgb in rgbs) + gap * (len(rgbs) - 1)
-    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
-    x = 0
-    for rgb in rgbs:
-        canvas[: rgb.shape[0], x : x + rgb.shape[1]] = rgb
-        x += rgb.shape[1] + gap
-    return canvas
-
-
 def read_png(path):
     """Read a PNG back as uint8 RGB (H, W, 3) (used to check exports)."""
     image = QImage(os.fspath(path)).convertToFormat(QImage.Format.Format_RGB888)
@@ -98,52 +87,38 @@ def sidecar_path(png_path):
     return os.path.splitext(os.fspath(png_path))[0] + ".json"
 
 
-def export_panels(path, panels, *, factor=None, context=None):
-    """Export one panel, or several side by side, as a PNG with a JSON beside it.
+def export_panel(path, panel, *, record, factor=None):
+    """Export a panel as a pixel-exact PNG with its run record beside it.
 
     Parameters
     ----------
     path : str
         Output PNG path.
-    panels : sequence of PanelArray
-        Panels from left to right.
+    panel : PanelArray
+    record : dict
+        The run record of what the panel shows (:func:`lbdviewer.records.run_record`);
+        the PNG's name, the enlargement and the panel's levels and colormap
+        are added under ``extra["export"]``.
     factor : int, optional
-        Integer upscaling (default: :func:`default_factor` of the largest panel).
-    context : dict, optional
-        Everything else worth recording (parameters, image source, patch).
+        Integer upscaling (default: :func:`default_factor` of the panel).
 
     Returns
     -------
     tuple of str
         The PNG and JSON paths.
     """
-    panels = list(panels)
-    if not panels:
-        raise ValueError("panels must not be empty")
     if factor is None:
-        factor = default_factor(max((p.array.shape[:2] for p in panels), key=max))
-    rgbs = [upscale(to_rgb(p), factor) for p in panels]
-    save_png(path, rgbs[0] if len(rgbs) == 1 else compose(rgbs))
-    payload = {
+        factor = default_factor(panel.array.shape[:2])
+    export = {
         "png": os.path.basename(path),
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "upscale_factor": int(factor),
         "interpolation": "nearest (integer pixel replication)",
-        "panels": [
-            {
-                "name": p.name,
-                "shape": list(p.array.shape),
-                "levels": [float(v) for v in p.levels],
-                "colormap": p.colormap_name,
-                **p.metadata,
-            }
-            for p in panels
-        ],
-        "versions": library_versions(),
-        **(context or {}),
+        "panel": {"name": panel.name, "shape": list(panel.array.shape), "levels": [float(v) for v in panel.levels],
+                  "colormap": panel.colormap_name, **panel.metadata},
     }
+    extra = dict(record.get("extra") or {})
+    extra["export"] = {**extra.get("export", {}), **export}
+    save_png(path, upscale(to_rgb(panel), factor))
     json_path = sidecar_path(path)
-    save_json(json_path, payload)
+    write_sidecar(json_path, {**record, "extra": extra})
     return path, json_path
-
-

@@ -8,10 +8,14 @@ copies, so they can cross threads safely.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from lbdviewer import io, metrics
 from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import max_measurements, make_pattern
 from lbdviewer.reconstruct import default_method, describe_sites, iter_reconstruct_image
@@ -20,14 +24,149 @@ from lbdviewer.solvers import BIHT, PrimalDualL1
 
 
 @dataclass(frozen=True)
+class LoadedFile:
+    """A file read on a worker thread: what it holds and where it came from.
+
+    ``kind`` is ``"image"`` (``content``: float image (H, W) in [0, 1]) or
+    ``"features"`` (``content``: :class:`lbdviewer.features.FeatureSet`);
+    ``source`` is the absolute path, or ``"sample:NAME"`` for a shipped
+    sample; ``sha256`` is the hex digest of the file's bytes; ``start_xy``
+    is where the patch selector starts on an image (:func:`textured_position`);
+    ``preview`` is what views draw of a large image (:func:`make_preview`).
+    """
+
+    kind: str
+    source: str
+    content: object
+    sha256: str
+    start_xy: tuple | None = None
+    preview: object = None
+
+
+#: Images with a longer side than this are drawn from a block-mean preview.
+PREVIEW_SIDE = 1024
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A smaller image to draw in place of a large one: each pixel the mean of a ``scale x scale`` block."""
+
+    image: np.ndarray
+    scale: int
+
+
+def make_preview(image, max_side=PREVIEW_SIDE):
+    """A :class:`Preview` of ``image`` no longer than ``max_side`` on either side, or None if it is small.
+
+    Drawing a 9-Mpixel float image costs the GUI thread about 0.3 s per
+    frame; a preview made here, on the worker thread, costs it almost nothing.
+    Pixels beyond the last whole block are left out of the preview only.
+
+    Examples
+    --------
+    >>> preview = make_preview(np.arange(36.0).reshape(6, 6), max_side=3)
+    >>> preview.scale, preview.image.tolist()
+    (2, [[3.5, 5.5, 7.5], [15.5, 17.5, 19.5], [27.5, 29.5, 31.5]])
+    """
+    scale = -(-max(image.shape) // max_side)
+    if scale <= 1:
+        return None
+    rows, cols = image.shape[0] // scale, image.shape[1] // scale
+    blocks = image[: rows * scale, : cols * scale].reshape(rows, scale, cols, scale)
+    return Preview(blocks.mean(axis=(1, 3), dtype=np.float64).astype(np.float32), int(scale))
+
+
+def textured_position(image, patch_size):
+    """Top-left (x, y) of the non-overlapping patch with the widest grey range: a telling first patch.
+
+    Examples
+    --------
+    >>> image = np.zeros((8, 8)); image[4:, 0:4] = np.eye(4)
+    >>> textured_position(image, 4)
+    (0, 4)
+    """
+    rows, cols = image.shape[0] // patch_size, image.shape[1] // patch_size
+    blocks = image[: rows * patch_size, : cols * patch_size].reshape(rows, patch_size, cols, patch_size)
+    spread = blocks.max(axis=(1, 3)) - blocks.min(axis=(1, 3))
+    row, col = np.unravel_index(int(np.argmax(spread)), spread.shape)
+    return int(col * patch_size), int(row * patch_size)
+
+
+def file_sha256(path, *, block=1 << 20):
+    """Hex SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(block), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_file(path, kind="image", *, patch_size=32):
+    """Read an image (``kind="image"``) or a feature file (``"features"``); yield one :class:`LoadedFile`.
+
+    A generator so that the worker layer can run it off the GUI thread; the
+    core's loaders check the file (and its declared size) and raise
+    ``ValueError`` naming the file and the reason. Everything that scales
+    with the image (decoding, hashing, finding the first patch) happens here.
+    """
+    if kind == "image":
+        content = io.load_image(path)
+        start = textured_position(content, patch_size) if min(content.shape) >= patch_size else (0, 0)
+        preview = make_preview(content)
+    elif kind == "features":
+        from lbdviewer.features import load_features
+
+        content, start, preview = load_features(path), None, None
+    else:
+        raise ValueError(f"kind must be 'image' or 'features', got {kind!r}")
+    yield LoadedFile(kind, os.path.abspath(path), content, file_sha256(path), start, preview)
+
+
+def load_sample(name, *, patch_size=32):
+    """Read the shipped sample ``name``; yield one :class:`LoadedFile` (source ``"sample:NAME"``)."""
+    samples = io.sample_images()
+    if name not in samples:
+        raise ValueError(f"name must be one of {sorted(samples)}, got {name!r}")
+    image = io.load_image(samples[name])
+    yield LoadedFile("image", f"sample:{name}", image, file_sha256(samples[name]), textured_position(image, patch_size))
+
+
+@dataclass(frozen=True)
 class LiveUpdate:
-    """One snapshot of the live patch solver, with its history so far."""
+    """One snapshot of the live patch solver, with its history so far.
+
+    ``iterations`` is the budget; ``stopped_early`` is True on a last
+    snapshot that came before the budget was spent (the estimate reached a
+    fixed point); ``seconds`` counts solver time only (not pauses);
+    ``state`` is the solver's own snapshot (:class:`~lbdviewer.solvers.SolverState`).
+    """
 
     iteration: int
     estimate: np.ndarray
     objective: np.ndarray
     bit_consistency: np.ndarray | None
     finished: bool
+    iterations: int = 0
+    stopped_early: bool = False
+    seconds: float = 0.0
+    state: object = None
+
+    def stop_reason(self):
+        """Why a finished run ended, in words (empty while it runs).
+
+        Examples
+        --------
+        >>> u = LiveUpdate(14, np.zeros((2, 2)), np.zeros(14), np.ones(14), True, 200, True)
+        >>> u.stop_reason()
+        'stopped at iteration 14: all bits consistent'
+        """
+        if not self.finished:
+            return ""
+        if not self.stopped_early:
+            return f"done: {self.iteration} iterations"
+        if self.bit_consistency is not None and self.bit_consistency[-1] == 1.0:
+            return f"stopped at iteration {self.iteration}: all bits consistent"
+        return f"stopped at iteration {self.iteration}: fixed point (the estimate no longer changes)"
 
 
 def pattern_for(parameters, *, family=None):
@@ -48,20 +187,28 @@ def make_solver(operator, data, parameters):
     return PrimalDualL1(operator, data, lam=parameters["lam"], iterations=parameters["iterations"])
 
 
-def live_updates(operator, data, parameters):
-    """Run the solver on one descriptor and yield a :class:`LiveUpdate` per iteration.
+def live_updates(operator, patch, parameters):
+    """Describe ``patch``, run the solver on its descriptor and yield a :class:`LiveUpdate` per iteration.
 
     Parameters
     ----------
     operator : DescriptorOperator
-    data : ndarray, shape (1, M)
-        Bits in {-1, +1} or real measurements.
+    patch : ndarray, shape (P, P)
+        The patch, P the operator's patch size.
     parameters : dict
         :meth:`lbdviewer.gui.model.Parameters.as_dict`.
     """
+    data = operator.describe(np.asarray(patch)[None], binary=parameters["binary"])
     solver = make_solver(operator, data, parameters)
     objective, consistency = [], []
-    for state in solver.steps():
+    seconds = 0.0
+    steps = solver.steps()
+    while True:
+        started = time.perf_counter()
+        state = next(steps, None)
+        seconds += time.perf_counter() - started
+        if state is None:
+            return
         objective.append(float(state.objective[0]))
         if state.bit_consistency is not None:
             consistency.append(float(state.bit_consistency[0]))
@@ -71,19 +218,26 @@ def live_updates(operator, data, parameters):
             objective=np.array(objective),
             bit_consistency=np.array(consistency) if consistency else None,
             finished=bool(state.finished),
+            iterations=int(parameters["iterations"]),
+            stopped_early=bool(state.finished) and int(state.iteration) < int(parameters["iterations"]),
+            seconds=seconds,
+            state=state,
         )
 
 
 def family_patches(patch, parameters, families):
-    """Reconstruct one patch with several descriptor families (for a composed figure).
+    """Reconstruct one patch with several descriptor families (for the families figure).
 
-    Yields ``(family, estimate)`` pairs, one per family, in order.
+    Yields ``(family, m, estimate)``, one per family, in order: ``m`` is the
+    number of measurements the family's pattern really has (EX-FREAK always
+    uses its 903 pairs).
     """
     for family in families:
-        operator = DescriptorOperator(pattern_for(parameters, family=family))
+        pattern = pattern_for(parameters, family=family)
+        operator = DescriptorOperator(pattern)
         data = operator.describe(patch[None], binary=parameters["binary"])
         state = make_solver(operator, data, parameters).run()
-        yield family, np.array(state.x[0])
+        yield family, int(pattern.m), np.array(state.x[0])
 
 
 @dataclass(frozen=True)
@@ -92,12 +246,34 @@ class WholeUpdate:
 
     ``fraction`` of the work is done; ``image`` is the current estimate when
     the core gives one; ``result`` (an :class:`lbdviewer.reconstruct.ImageResult`)
-    arrives with the last update only.
+    arrives with the last update only, with ``metrics`` (against the
+    original, when there is one); ``iterations_run`` counts the whole-image
+    solver's iterations so far (None for patchwise runs, whose patches each
+    run their own).
     """
 
     fraction: float
     image: np.ndarray | None
     result: object = None
+    metrics: dict | None = None
+    iterations_run: int | None = None
+
+
+def image_metrics(original, result):
+    """Quality of a whole-image result against its original (run on the worker that made it).
+
+    PSNR (dB), SSIM and correlation after the best gain/offset fit, over the
+    covered pixels; the share of input bits the solver reproduces (None for
+    real values); the covered share of the image.
+    """
+    covered = None if result.covered.all() else result.covered
+    return {
+        "psnr": float(metrics.psnr(original, result.image, mask=covered)),
+        "ssim": float(metrics.ssim(original, result.image, mask=covered)),
+        "correlation": float(metrics.correlation(original, result.image, mask=covered)),
+        "bit_consistency": result.solver_bit_consistency,
+        "covered_fraction": float(result.covered.mean()),
+    }
 
 
 def image_sites(image, parameters):
@@ -129,14 +305,20 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
     update is also a point where the job can be cancelled).
     """
     descriptors = describe_sites(image, sites, pattern, binary=parameters["binary"])
+    iterations_run = None
     for progress in iter_reconstruct_image(
         descriptors, sites, pattern, shape=image.shape, mode=parameters["mode"],
         method=whole_image_method(parameters), iterations=whole_image_iterations(parameters),
         sparsity=parameters["sparsity"], lam=parameters["lam"], chunk=chunk,
     ):
-        yield WholeUpdate(progress.done / max(progress.total, 1),
-                          None if progress.estimate is None else np.array(progress.estimate),
-                          progress.result)
+        estimate = None if progress.estimate is None else np.array(progress.estimate)
+        if progress.result is None:
+            if parameters["mode"] == "joint":  # the joint solver reports iterations done
+                iterations_run = progress.done
+            yield WholeUpdate(progress.done / max(progress.total, 1), estimate, iterations_run=iterations_run)
+        else:
+            yield WholeUpdate(1.0, estimate, progress.result, image_metrics(image, progress.result),
+                              iterations_run)
 
 
 def feature_updates(features, parameters):
@@ -147,7 +329,11 @@ def feature_updates(features, parameters):
     """
     from lbdviewer.inversion import iter_invert_features
 
+    iterations_run = None
     for progress in iter_invert_features(features, iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
+        if progress.result is None:
+            iterations_run = progress.done
         yield WholeUpdate(progress.done / max(progress.total, 1),
-                          None if progress.image is None else np.array(progress.image), progress.result)
+                          None if progress.image is None else np.array(progress.image), progress.result,
+                          None, iterations_run)

@@ -59,6 +59,10 @@ class Limits:
 class Parameters:
     """Every parameter of a reconstruction, validated on assignment.
 
+    The last ``m`` set while a family was chosen is remembered for that
+    family and comes back (within the family's limits) when the family is
+    chosen again.
+
     Parameters
     ----------
     **values
@@ -79,6 +83,9 @@ class Parameters:
     Traceback (most recent call last):
     ...
     ValueError: m must be between 1 and 903 for freak (the 903 FREAK pairs in their learned order), got 904
+    >>> p.family = "brief"      # M is remembered per family: BRIEF gets its 1000 back
+    >>> p.m
+    1000
     """
 
     DEFAULTS = {
@@ -102,6 +109,7 @@ class Parameters:
             raise ValueError(f"unknown parameters {sorted(unknown)}; known: {sorted(self.DEFAULTS)}")
         object.__setattr__(self, "_values", dict(self.DEFAULTS))
         object.__setattr__(self, "_subscribers", [])
+        object.__setattr__(self, "_m_by_family", {})
         for name in ("family", "patch_size", "solver", "binary"):
             if name in values:
                 setattr(self, name, values[name])
@@ -167,22 +175,34 @@ class Parameters:
     def __setattr__(self, name, value):
         if name not in self._values:
             raise AttributeError(f"Parameters has no parameter {name!r}")
-        value = self._checked(name, value)
+        value = self.check(name, value)
         if self._values[name] == value and type(self._values[name]) is type(value):
             return
+        before = dict(self._values)
         self._values[name] = value
-        changed = [name]
+        if name == "family":  # M is remembered per family
+            self._m_by_family[before["family"]] = before["m"]
+            self._values["m"] = self._m_by_family.get(value, before["m"])
         for dependent in ("m", "offset"):
             limits = self.limits(dependent)
-            clamped = int(min(max(self._values[dependent], limits.low), limits.high))
-            if clamped != self._values[dependent]:
-                self._values[dependent] = clamped
-                changed.append(dependent)
+            self._values[dependent] = int(min(max(self._values[dependent], limits.low), limits.high))
+        changed = [name] + [key for key in ("m", "offset") if key != name and self._values[key] != before[key]]
         for changed_name in changed:
             for callback in list(self._subscribers):
                 callback(changed_name, self._values[changed_name])
 
-    def _checked(self, name, value):
+    def check(self, name, value):
+        """``value`` as parameter ``name`` would store it; ``ValueError`` saying why it is refused.
+
+        Changes nothing (views use it to explain a value they cannot offer).
+
+        Examples
+        --------
+        >>> Parameters().check("m", 5000)
+        Traceback (most recent call last):
+        ...
+        ValueError: m must be between 1 and 4096 for brief (distinct point pairs in a 32x32 patch (at most 4096)), got 5000
+        """
         if name in ("family", "solver", "sites", "mode"):
             choices = self.allowed(name)
             if value not in choices:

@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PyQt6.QtCore import QRectF, Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -24,7 +25,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from lbdviewer.gui.canvas import DIVERGING, SEQUENTIAL, ImageCanvas, PatchCanvas
+from lbdviewer.gui.canvas import DIVERGING, SEQUENTIAL, ElidedLabel, ImageCanvas, PatchCanvas, adopt_menus
 
 MAX_SITES_DRAWN = 4000
 ROI_COLOUR = (255, 60, 60)
@@ -69,9 +70,9 @@ class SourceView(ImageCanvas):
             return
         self.keypoints_item.setData(np.asarray(x) + 0.5, np.asarray(y) + 0.5, size=np.maximum(np.asarray(size), 2.0))
 
-    def set_image(self, image, title):
-        """Show ``image`` and keep the patch selector inside it."""
-        self.show_array(image, autorange=True)
+    def set_image(self, image, title, *, preview=None):
+        """Show ``image`` (drawn from ``preview`` when given) and keep the patch selector inside it."""
+        self.show_array(image, autorange=True, preview=preview)
         self.set_title(title)
         height, width = image.shape
         self.roi.maxBounds = QRectF(0, 0, width, height)
@@ -136,22 +137,25 @@ class PatternPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.patch = PatchCanvas("Patch & pattern")
-        self.frame = ImageCanvas("Frame vector L_0", colormap_name=DIVERGING, colorbar=True)
-        self.weights = ImageCanvas("Weight map", colormap_name=SEQUENTIAL, colorbar=True)
-        self.occurrences = ImageCanvas("Occurrence map", colormap_name=SEQUENTIAL, colorbar=True)
-        self.show_pairs = QCheckBox("pairs")
-        self.show_pairs.setChecked(True)
-        self.show_pairs.setToolTip("Draw each measured pair as a line segment")
+        self.frame = ImageCanvas("Frame vector L_0", colormap_name=DIVERGING, colorbar=True,
+                                 colorbar_label="L_i value")
+        self.weights = ImageCanvas("Weight map", colormap_name=SEQUENTIAL, colorbar=True, colorbar_label="weight")
+        self.occurrences = ImageCanvas("Occurrence map", colormap_name=SEQUENTIAL, colorbar=True,
+                                       colorbar_label="occurrences")
+        self.pairs_mode = QComboBox()
+        for mode, text in (("all", "all pairs"), ("selected", "selected pair"), ("none", "no pairs")):
+            self.pairs_mode.addItem(text, mode)
+        self.pairs_mode.setToolTip("Pairs drawn over the patch: every pair (faint), the selected pair L_i, or none")
         self.show_fields = QCheckBox("fields")
         self.show_fields.setChecked(True)
-        self.show_fields.setToolTip("Draw each receptive field as a circle of radius sigma")
-        for box in (self.show_pairs, self.show_fields):
-            box.toggled.connect(self._on_overlay_toggled)
+        self.show_fields.setToolTip("Draw each receptive field as a faint circle of radius sigma")
+        self.pairs_mode.currentIndexChanged.connect(self._on_overlay_changed)
+        self.show_fields.toggled.connect(self._on_overlay_changed)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.spin = QSpinBox()
         for widget in (self.slider, self.spin):
             widget.setRange(0, 0)
-            widget.setToolTip("Index i of the frame vector L_i (row i of the operator)")
+            widget.setToolTip("Index i of the frame vector L_i (row i of the operator); its pair is drawn in red")
         self.slider.valueChanged.connect(self.spin.setValue)
         self.spin.valueChanged.connect(self.slider.setValue)
         self.spin.valueChanged.connect(self.frame_index_changed)
@@ -162,9 +166,13 @@ class PatternPanel(QWidget):
         layout.addWidget(self.frame, 0, 1)
         layout.addWidget(self.weights, 2, 0)
         layout.addWidget(self.occurrences, 2, 1)
+        for column in (0, 1):
+            layout.setColumnStretch(column, 1)
+        for row in (0, 2):
+            layout.setRowStretch(row, 1)
         overlay = QHBoxLayout()
         overlay.addWidget(QLabel("Overlay:"))
-        overlay.addWidget(self.show_pairs)
+        overlay.addWidget(self.pairs_mode)
         overlay.addWidget(self.show_fields)
         overlay.addStretch(1)
         layout.addLayout(overlay, 1, 0)
@@ -182,20 +190,23 @@ class PatternPanel(QWidget):
     def frame_index(self):
         return self.spin.value()
 
-    def _on_overlay_toggled(self):
-        self.patch.set_overlay_visible(self.show_pairs.isChecked(), self.show_fields.isChecked())
+    def _on_overlay_changed(self):
+        self.patch.set_overlay(self.pairs_mode.currentData(), self.show_fields.isChecked())
 
 
 class LivePanel(QWidget):
-    """The live estimate of the patch, the iteration counter, curves and transport buttons."""
+    """The true patch beside the live estimate, the curves, the state line and transport buttons."""
 
     play_clicked = pyqtSignal()
     step_clicked = pyqtSignal()
     stop_clicked = pyqtSignal()
     delay_changed = pyqtSignal(int)
 
+    REAL_VALUED_NOTE = "Real-valued run: no bits, so no bit consistency (the objective is the l1 misfit)"
+
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.original = ImageCanvas("True patch")
         self.estimate = ImageCanvas("Live estimate")
         self.objective_plot = pg.PlotWidget()
         self.consistency_plot = pg.PlotWidget()
@@ -207,10 +218,17 @@ class LivePanel(QWidget):
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.setMouseEnabled(False, False)
             plot.setAcceptDrops(False)
+            plot.setMenuEnabled(False)
+            adopt_menus(plot.getPlotItem(), self)
         self.objective_curve = self.objective_plot.plot(pen=pg.mkPen((255, 170, 0), width=2))
         self.consistency_curve = self.consistency_plot.plot(pen=pg.mkPen((0, 200, 255), width=2))
-        self.iteration_label = QLabel("iteration 0")
-        self.iteration_label.setToolTip("Iterations the live solver has done for this patch")
+        self.consistency_note = QLabel(self.REAL_VALUED_NOTE)
+        self.consistency_note.setWordWrap(True)
+        self.consistency_note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.consistency_note.setVisible(False)
+        self.iteration_label = ElidedLabel("iteration 0", elide=Qt.TextElideMode.ElideRight,
+                                           align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.iteration_label.setToolTip("Iterations the live solver has done for this patch, and why it stopped")
         self.play_button = QPushButton("Play")
         self.play_button.setToolTip("Play / pause the live solver (Space)")
         self.step_button = QPushButton("Step")
@@ -229,14 +247,16 @@ class LivePanel(QWidget):
 
         buttons = QHBoxLayout()
         for widget in (self.play_button, self.step_button, self.stop_button):
+            widget.setMaximumWidth(widget.fontMetrics().horizontalAdvance("Pause") + 28)
             buttons.addWidget(widget)
         buttons.addWidget(self.delay)
-        buttons.addStretch(1)
-        buttons.addWidget(self.iteration_label)
+        buttons.addWidget(self.iteration_label, 1)
         plots = QVBoxLayout()
         plots.addWidget(self.objective_plot)
         plots.addWidget(self.consistency_plot)
+        plots.addWidget(self.consistency_note)
         top = QHBoxLayout()
+        top.addWidget(self.original, 1)
         top.addWidget(self.estimate, 1)
         top.addLayout(plots, 1)
         layout = QVBoxLayout(self)
@@ -247,8 +267,13 @@ class LivePanel(QWidget):
     def set_state_text(self, state):
         self.play_button.setText("Pause" if state == "running" else "Play")
 
-    def show_progress(self, iteration, objective, consistency):
-        self.iteration_label.setText(f"iteration {iteration}")
+    def set_binary(self, binary):
+        """Bit consistency exists for bits only: hide its plot (and say why) for real values."""
+        self.consistency_plot.setVisible(binary)
+        self.consistency_note.setVisible(not binary)
+
+    def show_progress(self, text, objective, consistency):
+        self.iteration_label.setText(text)
         iterations = np.arange(1, len(objective) + 1)
         self.objective_curve.setData(iterations, np.asarray(objective, dtype=float))
         if consistency is not None and len(consistency):
@@ -289,9 +314,10 @@ class WholeImagePanel(QWidget):
         self.progress.setRange(0, 100)
         self.progress.setValue(0)
         self.progress.setFormat("%p%")
-        self.edges_box = QCheckBox("Edges of the original")
+        self.edges_box = QCheckBox("edges")
         self.edges_box.setToolTip("Overlay the edges of the original on the reconstruction (as in the paper's Fig. 7)")
-        self.metrics_label = QLabel("")
+        self.metrics_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
+                                         align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.run_button.clicked.connect(self.run_clicked)
         self.cancel_button.clicked.connect(self.cancel_clicked)
         self.edges_box.toggled.connect(self.edges_toggled)
@@ -300,10 +326,9 @@ class WholeImagePanel(QWidget):
         controls.addWidget(self.run_button)
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
+        controls.addWidget(self.edges_box)
         details = QHBoxLayout()
-        details.addWidget(self.edges_box)
-        details.addStretch(1)
-        details.addWidget(self.metrics_label)
+        details.addWidget(self.metrics_label, 1)
         views = QHBoxLayout()
         views.addWidget(self.original)
         views.addWidget(self.result)

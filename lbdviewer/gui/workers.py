@@ -150,7 +150,8 @@ class JobRunner(QObject):
         The current job ended; True when it ran to completion, False when it
         was stopped or replaced.
     failed(str)
-        The current job raised; the message names the error.
+        The current job raised; the message (a ``ValueError``'s or
+        ``OSError``'s own, else prefixed with the exception's type).
     """
 
     progressed = pyqtSignal(object)
@@ -181,7 +182,8 @@ class JobRunner(QObject):
         self._job += 1
         job = self._job
         gate = RunGate(paused=paused, delay=delay)
-        worker = create_worker(gated, items, gate, interval=self.interval, _start_thread=False)
+        # Errors go to `failed` (below), not re-raised in the event loop as superqt does by default.
+        worker = create_worker(gated, items, gate, interval=self.interval, _start_thread=False, _ignore_errors=True)
         worker.yielded.connect(lambda item, job=job: self._on_item(job, item))
         worker.errored.connect(lambda error, job=job: self._on_error(job, error))
         worker.finished.connect(lambda job=job: self._on_finished(job))
@@ -234,7 +236,9 @@ class JobRunner(QObject):
     def _on_error(self, job, error):
         if job == self._job:
             self._completed = False
-            self.failed.emit(f"{type(error).__name__}: {error}")
+            # The core's ValueError / OSError messages are written for users; others name their type.
+            expected = isinstance(error, ValueError | OSError)
+            self.failed.emit(str(error) if expected else f"{type(error).__name__}: {error}")
 
     def _on_finished(self, job):
         if job == self._job:

@@ -1,10 +1,12 @@
-"""Fixtures for the GUI tests: a small window on a 96x96 image, temporary settings."""
+"""Fixtures for the GUI tests: a small window on a 96x96 image, temporary settings, leak checks."""
 
+import gc
 import numpy as np
 import pytest
 
 import lbdviewer.gui.qt  # noqa: F401  (PyQt6 + row-major before anything else)
-from PyQt6.QtCore import QSettings
+from PyQt6.QtCore import QCoreApplication, QEvent, QSettings, QThreadPool
+from PyQt6.QtWidgets import QApplication
 
 from lbdviewer.gui.model import Parameters
 
@@ -32,18 +34,49 @@ def small_parameters():
     return Parameters(patch_size=16, m=128, iterations=40, offset=16)
 
 
+def _delete_now(widget):
+    widget.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    QCoreApplication.processEvents()
+    gc.collect()  # pyqtgraph's parentless menus go with the Python objects that hold them
+
+
 @pytest.fixture
-def window(qtbot, settings, small_parameters):
+def make_window(qtbot, settings):
+    """Make main windows; at teardown close them and check nothing leaked (as napari's ``make_napari_viewer``).
+
+    Leaks checked: a worker thread still running, a top-level widget that
+    outlived its window.
+    """
     from lbdviewer.gui.main_window import MainWindow
 
-    win = MainWindow(settings, load_sample=False, parameters=small_parameters)
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    win.set_image(textured_image(), "test-image")
-    yield win
-    win.close()
-    assert not win.busy()
+    before = set(QApplication.topLevelWidgets())
+    made = []
+
+    def make(parameters=None, *, store=None, size=(1200, 800), show=True):
+        win = MainWindow(store if store is not None else settings, load_sample=False, parameters=parameters)
+        made.append(win)
+        win.resize(*size)
+        if show:
+            win.show()
+        return win
+
+    yield make
+    for win in made:
+        win.close()
+        assert not win.busy(), "a job outlived its window"
+        _delete_now(win)
+    assert QThreadPool.globalInstance().waitForDone(5000)
+    assert QThreadPool.globalInstance().activeThreadCount() == 0, "a worker thread outlived its window"
+    leaked = [w for w in QApplication.topLevelWidgets() if w not in before]
+    assert not leaked, f"widgets outlived their window: {leaked}"
+
+
+@pytest.fixture
+def window(make_window, small_parameters):
+    win = make_window(small_parameters)
+    win.session.set_image(textured_image(), "test-image", sha256="0" * 64)
+    return win
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ def test_akaze_feature_file_opens_and_inverts(qtbot, window, tmp_path):
     path = tmp_path / "akaze.npz"
     save_features(path, extract_features(image, "akaze", n_keypoints=20))
     with qtbot.waitSignal(window.whole_finished, timeout=30000) as blocker:
-        assert window.load_features_path(str(path))
+        window.load_path(str(path))  # opened on a worker thread
     assert blocker.args == [True]
     assert len(window.source.keypoints_item.data) > 0
     result = window.whole.result.array

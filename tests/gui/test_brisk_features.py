@@ -15,12 +15,12 @@ def test_brisk_feature_file_opens_inverts_and_its_pattern_draws(qtbot, window, t
     save_features(path, extract_features(image, "brisk", n_keypoints=30))
     window.parameters.iterations = 20
     with qtbot.waitSignal(window.whole_finished, timeout=30000) as blocker:
-        assert window.load_features_path(str(path))
+        window.load_path(str(path))
     assert blocker.args == [True]
-    assert "brisk keypoints" in window.source.title.text
+    assert "brisk keypoints" in window.source.title_text()
     assert len(window.source.keypoints_item.data) > 0 and window.whole.result.array.any()
 
-    first = keypoint_patterns(window.features)[0]
+    first = keypoint_patterns(window.session.features)[0]
     pattern = first.pattern
     canvas = window.pattern_panel.patch
     canvas.show_array(extract_patches([window.whole.result.array], [first])[0])  # the inverted patch

@@ -1,7 +1,6 @@
 """Drive the real main window: drop, patch selector, parameters, live solver, export, close."""
 
-import json
-from pathlib import Path
+import hashlib
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ from PyQt6.QtCore import QMimeData, QPoint, QPointF, Qt, QThreadPool, QUrl
 from PyQt6.QtGui import QDragEnterEvent, QDropEvent
 
 from lbdviewer import io
-from lbdviewer.gui.export import read_png, sidecar_path, to_rgb, upscale
+from lbdviewer.display import display_stretch
 
 
 def drop_file(window, path):
@@ -30,9 +29,20 @@ def drop_file(window, path):
     return event
 
 
+def live_update(window):
+    """The live run's last update (None before the first iteration)."""
+    return None if window.session.live is None else window.session.live.update
+
+
 def wait_live_done(qtbot, window, timeout=10000):
-    qtbot.waitUntil(lambda: window.live_update is not None and window.live_update.finished
+    qtbot.waitUntil(lambda: live_update(window) is not None and live_update(window).finished
                     and not window.live_runner.running, timeout=timeout)
+
+
+def load(qtbot, window, path, *, timeout=10000):
+    """Open ``path`` as a user would and wait until it is shown."""
+    with qtbot.waitSignal(window.image_loaded, timeout=timeout):
+        window.load_path(str(path))
 
 
 def test_drop_loads_image(qtbot, window, tmp_path, make_image):
@@ -41,36 +51,39 @@ def test_drop_loads_image(qtbot, window, tmp_path, make_image):
     io.save_png(path, new)
     with qtbot.waitSignal(window.image_loaded, timeout=5000):
         event = drop_file(window, path)
-    assert event.isAccepted()
-    assert window.image.shape == (80, 90)
-    np.testing.assert_allclose(window.image, np.round(new * 255) / 255, atol=1e-9)
+    assert event.isAccepted() and event.dropAction() == Qt.DropAction.CopyAction  # never a move
+    assert window.session.image.shape == (80, 90)
+    np.testing.assert_allclose(window.session.image, np.round(new * 255) / 255, atol=1e-9)
+    assert window.session.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert window.recent_files()[0] == str(path)
     assert window.last_folder() == str(tmp_path)
 
 
 def test_bad_file_keeps_previous_image(qtbot, window, tmp_path):
-    before = window.image.copy()
+    before = window.session.image.copy()
     bad = tmp_path / "broken.png"
     bad.write_text("not an image")
-    drop_file(window, bad)
+    with qtbot.waitSignal(window.load_failed, timeout=5000):
+        drop_file(window, bad)
     assert window.message_box is not None and window.message_box.isVisible()
     assert "broken.png" in window.message_box.text()
     assert "could not be decoded" in window.message_box.text()
-    np.testing.assert_array_equal(window.image, before)
+    np.testing.assert_array_equal(window.session.image, before)
     window.message_box.close()
 
 
 def test_moving_the_patch_selector_updates_the_patch_view(qtbot, window):
     wait_live_done(qtbot, window)
     patch_before = window.pattern_panel.patch.array.copy()
-    live_before = window.live_update.estimate
+    live_before = live_update(window).estimate
     window.source.roi.setPos((3.4, 70.6))  # what a drag does; the view snaps to pixels
     assert window.source.patch_position() == (3, 71) or window.source.patch_position() == (3, 80)
     x, y = window.source.patch_position()
-    np.testing.assert_array_equal(window.pattern_panel.patch.array, window.image[y : y + 16, x : x + 16])
+    np.testing.assert_array_equal(window.pattern_panel.patch.array, window.session.image[y : y + 16, x : x + 16])
     assert not np.array_equal(window.pattern_panel.patch.array, patch_before)
-    qtbot.waitUntil(lambda: window.live_update is not None and window.live_update.finished
-                    and not np.array_equal(window.live_update.estimate, live_before), timeout=10000)
+    qtbot.waitUntil(lambda: live_update(window) is not None and live_update(window).finished
+                    and not np.array_equal(live_update(window).estimate, live_before), timeout=10000)
+    np.testing.assert_array_equal(window.live.original.array, window.session.image[y : y + 16, x : x + 16])
 
 
 def test_patch_selector_stays_inside_the_image(qtbot, window):
@@ -80,19 +93,19 @@ def test_patch_selector_stays_inside_the_image(qtbot, window):
 
 def test_changing_m_and_k_changes_operator_and_reconstruction(qtbot, window):
     wait_live_done(qtbot, window)
-    first = window.live_update.estimate
+    first = live_update(window).estimate
     window.controls.set_value("m", 64)
-    qtbot.waitUntil(lambda: window.operator.m == 64, timeout=3000)
+    qtbot.waitUntil(lambda: window.session.operator.m == 64, timeout=3000)
     assert window.pattern_panel.spin.maximum() == 63
     wait_live_done(qtbot, window)
-    second = window.live_update.estimate
+    second = live_update(window).estimate
     assert not np.allclose(first, second)
     window.controls.set_value("sparsity", 0.1)
     assert window.parameters.sparsity == pytest.approx(0.1)
-    qtbot.waitUntil(lambda: window.live_update is None or window.live_update.iteration == 1
-                    or not np.array_equal(window.live_update.estimate, second), timeout=3000)
+    qtbot.waitUntil(lambda: live_update(window) is None or live_update(window).iteration == 1
+                    or not np.array_equal(live_update(window).estimate, second), timeout=3000)
     wait_live_done(qtbot, window)
-    assert not np.allclose(window.live_update.estimate, second)
+    assert not np.allclose(live_update(window).estimate, second)
 
 
 def test_m_beyond_the_family_maximum_is_refused_at_the_control(qtbot, window):
@@ -105,7 +118,7 @@ def test_m_beyond_the_family_maximum_is_refused_at_the_control(qtbot, window):
     with pytest.raises(ValueError, match="m must be between 1 and 903"):
         window.parameters.m = 5000
     window.controls.set_value("family", "ex-freak")
-    qtbot.waitUntil(lambda: window.operator.m == 903, timeout=3000)
+    qtbot.waitUntil(lambda: window.session.operator.m == 903, timeout=3000)
     assert not spin.isEnabled()
 
 
@@ -121,8 +134,8 @@ def test_real_values_need_the_primal_dual_solver(qtbot, window):
     window.controls.set_value("binary", False)
     assert window.parameters.binary is False
     # The first primal-dual solve of a fresh install compiles its kernels (~15 s, cached on disk after).
-    qtbot.waitUntil(lambda: window.live_update is not None and window.live_update.bit_consistency is None
-                    and window.live_update.finished, timeout=60000)
+    qtbot.waitUntil(lambda: live_update(window) is not None and live_update(window).bit_consistency is None
+                    and live_update(window).finished, timeout=60000)
 
 
 def test_live_solver_play_pause_step_stop(qtbot, window):
@@ -130,26 +143,26 @@ def test_live_solver_play_pause_step_stop(qtbot, window):
     window.parameters.iterations = 400
     window.live.delay.setValue(20)
     window.rebuild()
-    qtbot.waitUntil(lambda: window.live_update is not None and window.live_update.iteration >= 3, timeout=5000)
+    qtbot.waitUntil(lambda: live_update(window) is not None and live_update(window).iteration >= 3, timeout=5000)
     window.play_pause()  # pause
     assert window.live_runner.paused
     qtbot.wait(150)
-    paused_at = window.live_update.iteration
+    paused_at = live_update(window).iteration
     qtbot.wait(150)
-    assert window.live_update.iteration == paused_at
+    assert live_update(window).iteration == paused_at
     assert window.live.iteration_label.text() == f"iteration {paused_at}"
     window.step()
-    qtbot.waitUntil(lambda: window.live_update.iteration == paused_at + 1, timeout=3000)
+    qtbot.waitUntil(lambda: live_update(window).iteration == paused_at + 1, timeout=3000)
     qtbot.wait(100)
-    assert window.live_update.iteration == paused_at + 1
+    assert live_update(window).iteration == paused_at + 1
     window.play_pause()  # resume
-    qtbot.waitUntil(lambda: window.live_update.iteration > paused_at + 3, timeout=5000)
+    qtbot.waitUntil(lambda: live_update(window).iteration > paused_at + 3, timeout=5000)
     with qtbot.waitSignal(window.live_finished, timeout=3000) as blocker:
         window.stop()
     assert blocker.args == [False]
-    stopped_at = window.live_update.iteration
+    stopped_at = live_update(window).iteration
     qtbot.wait(150)
-    assert window.live_update.iteration == stopped_at and not window.live_runner.running
+    assert live_update(window).iteration == stopped_at and not window.live_runner.running
 
 
 def test_parameter_change_mid_run_restarts_cleanly(qtbot, window):
@@ -157,40 +170,11 @@ def test_parameter_change_mid_run_restarts_cleanly(qtbot, window):
     window.parameters.solver = "primal-dual"
     window.parameters.iterations = 300
     window.rebuild()
-    qtbot.waitUntil(lambda: window.live_update is not None and window.live_update.iteration >= 5, timeout=5000)
+    qtbot.waitUntil(lambda: live_update(window) is not None and live_update(window).iteration >= 5, timeout=5000)
     window.controls.set_value("seed", 3)
-    qtbot.waitUntil(lambda: window.pattern.params and dict(window.pattern.params).get("rng") == 3, timeout=3000)
-    qtbot.waitUntil(lambda: window.live_update is not None and window.live_update.iteration < 5, timeout=3000)
+    qtbot.waitUntil(lambda: window.session.pattern.params and dict(window.session.pattern.params).get("rng") == 3, timeout=3000)
+    qtbot.waitUntil(lambda: live_update(window) is not None and live_update(window).iteration < 5, timeout=3000)
     window.stop()
-
-
-def test_export_panel_is_pixel_exact(qtbot, window, tmp_path):
-    wait_live_done(qtbot, window)
-    png, sidecar = window.export_panel("patch", str(tmp_path / "patch.png"), factor=4)
-    pixels = read_png(png)
-    patch = window.pattern_panel.patch.array
-    assert pixels.shape == (64, 64, 3)
-    expected = np.repeat(np.repeat(np.round(patch * 255).astype(np.uint8), 4, 0), 4, 1)
-    for channel in range(3):
-        np.testing.assert_array_equal(pixels[..., channel], expected)
-    meta = json.loads(Path(sidecar).read_text())
-    assert meta["parameters"]["patch_size"] == 16 and meta["upscale_factor"] == 4
-    assert meta["versions"]["numpy"] and meta["pattern"]["name"] == "brief"
-    assert sidecar == sidecar_path(png)
-
-    png, _ = window.export_panel("frame-vector", str(tmp_path / "frame.png"), factor=3)
-    frame = window.pattern_panel.frame.panel_array()
-    np.testing.assert_array_equal(read_png(png), upscale(to_rgb(frame), 3))
-    assert window.settings.value("paths/last_folder") == str(tmp_path)
-
-
-def test_composed_figure(qtbot, window, tmp_path):
-    wait_live_done(qtbot, window)
-    png, _ = window.export_figure("maps", str(tmp_path / "maps.png"), factor=2)
-    assert read_png(png).shape == (32, 3 * 32 + 2 * 4, 3)
-    with qtbot.waitSignal(window.exported, timeout=20000):
-        window.export_families(str(tmp_path / "families.png"), factor=2)
-    assert read_png(str(tmp_path / "families.png")).shape == (32, 5 * 32 + 4 * 4, 3)
 
 
 def test_close_mid_run_stops_and_waits_for_workers(qtbot, window, capfd):
@@ -198,7 +182,7 @@ def test_close_mid_run_stops_and_waits_for_workers(qtbot, window, capfd):
     window.parameters.solver = "primal-dual"
     window.parameters.iterations = 1000
     window.rebuild()
-    qtbot.waitUntil(lambda: window.live_update is not None, timeout=5000)
+    qtbot.waitUntil(lambda: live_update(window) is not None, timeout=5000)
     assert window.live_runner.running
     window.close()
     assert not window.busy()
@@ -206,24 +190,17 @@ def test_close_mid_run_stops_and_waits_for_workers(qtbot, window, capfd):
     assert "QThread: Destroyed" not in capfd.readouterr().err
 
 
-def test_layout_and_folder_are_remembered(qtbot, settings, small_parameters, tmp_path, make_image):
-    from lbdviewer.gui.main_window import MainWindow
-
+def test_layout_and_folder_are_remembered(qtbot, make_window, settings, small_parameters, tmp_path, make_image):
     path = tmp_path / "remember.png"
     io.save_png(path, make_image())
-    first = MainWindow(settings, load_sample=False, parameters=small_parameters)
-    qtbot.addWidget(first)
-    first.show()
-    assert first.load_path(str(path))
+    first = make_window(small_parameters)
+    load(qtbot, first, path)
     first.docks["whole"].hide()
     first.close()
-    second = MainWindow(settings, load_sample=False)
-    qtbot.addWidget(second)
-    second.show()
+    second = make_window()
     assert second.last_folder() == str(tmp_path)
     assert second.recent_files() == [str(path)]
     assert not second.docks["whole"].isVisible()
-    second.close()
 
 
 @pytest.mark.parametrize("mode", ["patches", "joint"])
@@ -234,20 +211,22 @@ def test_whole_image_reconstruction_runs_to_completion(qtbot, window, mode):
     with qtbot.waitSignal(window.whole_finished, timeout=20000) as blocker:
         window.run_whole()
     assert blocker.args == [True]
-    result = window.whole_result
-    assert result.image.shape == (96, 96) and result.mode == mode
-    np.testing.assert_array_equal(window.whole.result.array, result.image)
+    run = window.session.whole
+    assert run.status == "completed" and run.result.image.shape == (96, 96) and run.result.mode == mode
+    shown = display_stretch(run.result.image, mask=run.result.covered, reference=window.session.image)
+    np.testing.assert_array_equal(window.whole.result.array, shown.image)  # the one display rule
+    assert window.whole.result.metadata["display"] == shown.record()
     assert window.whole.progress.value() == 100
-    assert "PSNR" in window.whole.metrics_label.text()
+    assert window.whole.metrics_label.text().startswith("PSNR")
+    assert not window.whole.result.is_dimmed()
     window.whole.edges_box.setChecked(True)
     assert window.whole.edges_item.image is not None and window.whole.edges_item.image.shape[:2] == (96, 96)
-    png, _ = window.export_figure("whole", str(window.settings.fileName()) + ".png", factor=1)
-    assert read_png(png).shape == (96, 2 * 96 + 4, 3)
 
 
 def test_whole_image_reconstruction_can_be_cancelled(qtbot, window):
     window.parameters.offset = 1
     window.parameters.iterations = 400
+    window.parameters.mode = "patches"  # 6561 patches x 400 iterations: far longer than the wait below
     window.rebuild()
     window.run_whole()
     assert window.whole.cancel_button.isEnabled()
@@ -255,7 +234,8 @@ def test_whole_image_reconstruction_can_be_cancelled(qtbot, window):
     with qtbot.waitSignal(window.whole_finished, timeout=5000) as blocker:
         window.whole.cancel_button.click()
     assert blocker.args == [False]
-    assert window.whole_result is None and window.whole.run_button.isEnabled()
+    run = window.session.whole
+    assert run.status == "cancelled" and run.result is None and window.whole.run_button.isEnabled()
     assert "cancelled" in window.statusBar().currentMessage()
     qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() == 0, timeout=5000)
 
@@ -269,9 +249,9 @@ def test_feature_file_shows_keypoints_and_inverts_them(qtbot, window, tmp_path, 
     save_features(path, extract_features(image, "orb", n_keypoints=20))
     window.parameters.iterations = 20
     with qtbot.waitSignal(window.whole_finished, timeout=20000) as blocker:
-        assert window.load_features_path(str(path))
+        window.load_path(str(path))
     assert blocker.args == [True]
-    assert window.image.shape == image.shape and not window.image.any()  # an empty canvas
+    assert window.session.image.shape == image.shape and not window.session.image.any()  # an empty canvas
     assert len(window.source.keypoints_item.data) > 0
     assert window.whole.result.array.shape == image.shape and window.whole.result.array.any()
 
@@ -287,21 +267,24 @@ def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, wind
     save_png(original, image)
     window.parameters.iterations = 20
     with qtbot.waitSignal(window.whole_finished, timeout=20000):
-        assert window.load_features_path(str(features))
-    inverted = window.whole.result.array.copy()
-    assert window.whole.metrics_label.text() == ""  # nothing to compare with yet
-    assert window.load_path(str(original))
-    np.testing.assert_array_equal(window.whole.result.array, inverted)  # the inversion stays
-    np.testing.assert_allclose(window.whole.original.array, window.image)
-    assert window.image.any() and len(window.source.keypoints_item.data) > 0
+        window.load_path(str(features))
+    inversion = window.session.whole.result
+    assert window.whole.result.metadata["display"]["rule"] == "percentile"  # no original to fit to
+    assert "PSNR" not in window.whole.metrics_label.text()  # nothing to compare with yet
+    load(qtbot, window, original)
+    assert window.session.whole.result is inversion  # the inversion stays ...
+    assert window.whole.result.metadata["display"]["rule"] == "fit"  # ... now shown fitted to the original
+    np.testing.assert_allclose(window.whole.original.array, window.session.image)
+    assert window.session.image.any() and len(window.source.keypoints_item.data) > 0
     assert "r = " in window.whole.metrics_label.text()
-    assert "original.png" in window.whole.original.title.text
+    assert "original.png" in window.whole.original.title_text()
 
 
 def test_bad_feature_file_keeps_previous_image(qtbot, window, tmp_path):
-    before = window.image.copy()
+    before = window.session.image.copy()
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"PK not really")
-    drop_file(window, bad)
+    with qtbot.waitSignal(window.load_failed, timeout=5000):
+        drop_file(window, bad)
     assert "bad.npz" in window.message_box.text()
-    np.testing.assert_array_equal(window.image, before)
+    np.testing.assert_array_equal(window.session.image, before)

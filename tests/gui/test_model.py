@@ -53,7 +53,28 @@ def test_biht_and_real_values_exclude_each_other():
         p.solver = "biht"
 
 
-def test_model_does_not_import_qt():
-    code = "import sys, lbdviewer.gui.model; print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))"
+def test_the_models_do_not_import_qt():
+    """The parameter model, the session and what they use run without Qt (and their tests without qtbot)."""
+    code = ("import sys, lbdviewer.gui.model, lbdviewer.gui.session, lbdviewer.gui.sidecars, lbdviewer.gui.jobs, "
+            "lbdviewer.gui.presenter; "
+            "print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_m_is_remembered_per_family():
+    p = Parameters()
+    p.m = 500
+    p.family = "ex-freak"
+    assert p.m == 903
+    p.family = "brief"
+    assert p.m == 500  # not EX-FREAK's 903
+    p.family = "freak"
+    p.m = 300
+    p.family = "brief"
+    p.family = "freak"
+    assert p.m == 300
+    fresh = Parameters()
+    fresh.family = "ex-freak"
+    fresh.family = "brief"
+    assert fresh.m == 512  # the default comes back too

@@ -1,0 +1,385 @@
+"""Export wiring: the export dialogs, the last-export folder, and the records beside each file.
+
+A panel is exported as a pixel-exact PNG of the array it shows
+(:mod:`lbdviewer.gui.export`). A figure for a paper is made by the figure
+engine shared with ``lbdviewer figures`` (:mod:`lbdviewer.figures`):
+:func:`figure_spec` turns what the session holds into the engine's spec,
+and :func:`lbdviewer.figures.save_figure` writes PNG / PDF / SVG at the
+chosen width and dpi. Beside every file goes the run record of what was
+computed, taken from the :class:`~lbdviewer.gui.session.Session` (the run
+records) and the canvases (what they show), never from the parameter form.
+"""
+
+from __future__ import annotations
+
+import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+
+import os
+from dataclasses import dataclass
+
+from PyQt6.QtCore import QObject, pyqtSignal
+from PyQt6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from lbdviewer.gui import jobs, sidecars
+from lbdviewer.gui.export import export_panel
+from lbdviewer.gui.workers import JobRunner
+from lbdviewer.operators import DescriptorOperator
+
+FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
+#: The maps figure sets each family beside this one (the paper's Fig. 5 compares BRIEF and FREAK).
+COMPARED_WITH = {"brief": "freak", "freak": "brief", "ra-freak": "freak", "ex-freak": "freak"}
+#: The figures the app makes with the engine.
+FIGURE_KEYS = ("patch", "maps", "live", "whole", "families")
+
+
+def engine():
+    """The figure engine, imported when a figure is made (matplotlib sets up its folders on import)."""
+    from lbdviewer import figures
+
+    return figures
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """How a figure is written: formats, width (``"single"``, ``"double"`` or inches) and dpi.
+
+    None takes the figure engine's default; everything is checked by the
+    engine's own rules (:mod:`lbdviewer.figures.engine`).
+    """
+
+    formats: tuple | None = None
+    width: object = "double"
+    dpi: int | None = None
+
+    def __post_init__(self):
+        figures = engine()
+        formats = figures.DEFAULT_FORMATS if self.formats is None else self.formats
+        object.__setattr__(self, "formats", figures.engine.check_formats(formats))
+        object.__setattr__(self, "dpi", figures.engine.check_dpi(figures.DEFAULT_DPI if self.dpi is None
+                                                                 else self.dpi))
+        figures.engine.check_width(self.width)
+
+    def inches(self):
+        return engine().engine.check_width(self.width)
+
+
+class ExportDialog(QDialog):
+    """Where and how to write a figure: file, formats (PNG, PDF, SVG), width (one or two columns, inches), dpi."""
+
+    def __init__(self, title, path, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.path_edit = QLineEdit(os.path.splitext(path)[0])
+        self.path_edit.setToolTip("File name without extension: one file per format, and a .json record")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        where = QHBoxLayout()
+        where.addWidget(self.path_edit, 1)
+        where.addWidget(browse)
+        self.format_boxes = {}
+        formats = QHBoxLayout()
+        figures = engine()
+        tips = {"png": "PNG with its dpi recorded", "pdf": "PDF with TrueType text (searchable, editable)",
+                "svg": "SVG with text kept as text"}
+        for name in figures.FORMATS:
+            box = QCheckBox(name.upper())
+            box.setChecked(name in figures.DEFAULT_FORMATS)
+            box.setToolTip(tips.get(name, name.upper()))
+            self.format_boxes[name] = box
+            formats.addWidget(box)
+        self.width_combo = QComboBox()
+        for key, text in (("single", f"single column ({figures.WIDTHS['single']} in)"),
+                          ("double", f"double column ({figures.WIDTHS['double']} in)"), ("inches", "inches:")):
+            self.width_combo.addItem(text, key)
+        self.width_combo.setCurrentIndex(1)
+        self.inches = QDoubleSpinBox()
+        self.inches.setRange(1.0, 20.0)
+        self.inches.setValue(5.0)
+        self.inches.setSuffix(" in")
+        self.inches.setEnabled(False)
+        self.width_combo.currentIndexChanged.connect(
+            lambda _: self.inches.setEnabled(self.width_combo.currentData() == "inches"))
+        width = QHBoxLayout()
+        width.addWidget(self.width_combo, 1)
+        width.addWidget(self.inches)
+        self.dpi = QSpinBox()
+        self.dpi.setRange(*figures.engine.DPI_RANGE)
+        self.dpi.setValue(figures.DEFAULT_DPI)
+        self.dpi.setToolTip("Resolution of the PNG (recorded in the file)")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("File", _wrap(where))
+        form.addRow("Formats", _wrap(formats))
+        form.addRow("Width", _wrap(width))
+        form.addRow("Resolution (dpi)", self.dpi)
+        form.addRow(buttons)
+
+    def _browse(self):
+        path, _ = QFileDialog.getSaveFileName(self, "Export figure", self.path_edit.text(), "All files (*)")
+        if path:
+            self.path_edit.setText(os.path.splitext(path)[0])
+
+    def stem(self):
+        return self.path_edit.text().strip()
+
+    def options(self):
+        """The chosen :class:`ExportOptions` (ValueError naming a bad choice)."""
+        formats = tuple(name for name, box in self.format_boxes.items() if box.isChecked())
+        key = self.width_combo.currentData()
+        return ExportOptions(formats, self.inches.value() if key == "inches" else key, self.dpi.value())
+
+
+def _wrap(layout):
+    widget = QWidget()
+    layout.setContentsMargins(0, 0, 0, 0)
+    widget.setLayout(layout)
+    return widget
+
+
+def figure_spec(window, key):
+    """The engine's :class:`~lbdviewer.figures.FigureSpec` of figure ``key`` from what the window shows.
+
+    Every array comes from the session's records of what ran (the patch the
+    live run solved, the whole-image result, the pattern the maps belong
+    to), and every title from the run's own parameters, not the form's.
+    """
+    figures = engine()
+    session = window.session
+    pattern = session.pattern
+    if key == "patch":
+        x, y = window.source.patch_position()
+        mode = window.pattern_panel.pairs_mode.currentData()
+        title = figures.run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size)
+        return figures.patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
+                                            selected=window.pattern_panel.frame_index(), title=title)
+    if key == "maps":  # the current descriptor beside the one the paper compares it with, one scale a row
+        operator = session.operator
+        index = min(window.pattern_panel.frame_index(), pattern.m - 1)
+        other = DescriptorOperator(jobs.pattern_for(session.parameters, family=COMPARED_WITH[pattern.name]))
+        entries = [(f"{op.pattern.name.upper()} M={op.m}", op.weight_map(), op.occurrence_map())
+                   for op in (operator, other)]
+        return figures.maps_figure(entries, frame_vectors=[(entries[0][0], index, operator.frame_vector(index))])
+    if key == "live":
+        run = session.live
+        update = run.update
+        rp = run.parameters
+        title = figures.run_title(descriptor=rp["family"], m=rp["m"], patch_size=rp["patch_size"], solver=run.method)
+        return figures.live_figure(
+            run.patch, update.estimate, iteration=update.iteration, iterations=rp["iterations"],
+            bit_consistency=None if update.bit_consistency is None else update.bit_consistency[-1],
+            stop_reason=update.stop_reason().split(": ", 1)[1] if update.stopped_early else None, title=title)
+    if key == "whole":
+        run = session.whole
+        rp = run.parameters
+        title = figures.run_title(descriptor=rp.get("descriptor", rp["family"]), m=run.result.params.get("m"),
+                                  patch_size=None if run.features else rp["patch_size"],
+                                  offset=rp["offset"] if rp["sites"] == "grid" and not run.features else None,
+                                  solver=run.method, mode=run.mode)
+        original = session.image if session.has_pixels else None
+        return figures.whole_image_figure(original, run.result.image, covered=run.result.covered,
+                                          edges=original is not None and window.whole.edges_box.isChecked(),
+                                          metrics=run.metrics, title=title)
+    raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} (families: export_families), got {key!r}")
+
+
+def write_job(spec, stem, options, record):
+    """Render and write a figure with the engine (a generator, so a worker thread runs it); yield ``{format: path}``."""
+    yield engine().save_figure(spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
+                               record=record)
+
+
+class Exporter(QObject):
+    """Exports of the window's panels and figures, with their records and the last-export folder.
+
+    Panels are written at once (a PNG of an array); figures are rendered by
+    matplotlib on a worker thread (:attr:`writer`), and the patches of the
+    families figure are solved on another (:attr:`figure_runner`).
+
+    Signals
+    -------
+    exported(str)
+        A file was written (its path; for a figure, its first format's).
+    """
+
+    exported = pyqtSignal(str)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.figure_runner = JobRunner(self, interval=0.0)  # every family counts
+        self.writer = JobRunner(self, interval=0.0)
+        self.last_written = {}
+        for runner in (self.figure_runner, self.writer):
+            runner.failed.connect(lambda message: window.show_error("Export failed", message))
+        self.writer.progressed.connect(self._on_written)
+
+    def runners(self):
+        return (self.figure_runner, self.writer)
+
+    def _on_written(self, written):
+        self.last_written = {key: str(path) for key, path in written.items()}
+        self._after_export(next(iter(self.last_written.values())))
+
+    # -- folders -------------------------------------------------------------------
+    def last_folder(self):
+        """Where the last export went (not where the last image came from)."""
+        settings = self.window.settings
+        return str(settings.value("paths/last_export_folder", settings.value("paths/last_folder",
+                                                                                os.path.expanduser("~"))))
+
+    def _after_export(self, path):
+        self.window.settings.setValue("paths/last_export_folder", os.path.dirname(os.path.abspath(path)))
+        self.window.show_status(f"Exported {path} (+ JSON)")
+        self.exported.emit(path)
+
+    # -- what can be exported ----------------------------------------------------------
+    def available_panels(self):
+        """Panels showing something that can be exported with a truthful record.
+
+        A run's panels wait until the run has ended: a record says what ran,
+        not what is still running.
+        """
+        session = self.window.session
+        names = []
+        for name, canvas in self.window.panels().items():
+            if canvas.array is None:
+                continue
+            if name in sidecars.LIVE_PANELS and not session.live_ended_with_update():
+                continue
+            if name in sidecars.WHOLE_PANELS and not session.whole_estimate_ended():
+                continue
+            names.append(name)
+        return names
+
+    def figure_available(self, key):
+        """Is there something to put in figure ``key``?"""
+        session = self.window.session
+        if key == "whole":
+            return session.has_whole_result()
+        if key == "live":
+            return session.live_ended_with_update()
+        if key == "families":
+            return session.pattern is not None and session.features is None
+        return session.pattern is not None
+
+    # -- panels ---------------------------------------------------------------------
+    def export_panel(self, name, path, *, factor=None):
+        """Write panel ``name`` as a pixel-exact PNG with its record; return both paths."""
+        if name not in self.available_panels():
+            raise ValueError(f"panel {name!r} has nothing to export yet (a run must have ended)")
+        canvas = self.window.panels()[name]
+        record = sidecars.panel_record(self.window.session, name, canvas.metadata)
+        result = export_panel(path, canvas.panel_array(), factor=factor, record=record)
+        self._after_export(path)
+        return result
+
+    def panel_dialog(self):
+        available = self.available_panels()
+        if not available:
+            self.window.show_status("Nothing to export yet")
+            return
+        name, ok = QInputDialog.getItem(self.window, "Export panel", "Panel:", available, 0, False)
+        if not ok:
+            return
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export PNG", os.path.join(self.last_folder(),
+                                                                                       f"{name}.png"),
+                                              "PNG images (*.png)")
+        if path:
+            if not path.lower().endswith(".png"):
+                path += ".png"
+            self._report(lambda: self.export_panel(name, path))
+
+    # -- figures --------------------------------------------------------------------
+    def export_figure(self, key, stem, options=None):
+        """Write figure ``key`` (not ``"families"``) at ``stem`` with the figure engine, on a worker thread.
+
+        The spec and the record are taken now (what the window shows now);
+        ``exported`` follows when the files are written, and
+        :attr:`last_written` holds ``{format: path}``. ``options``:
+        :class:`ExportOptions` (default: the engine's defaults).
+
+        Raises
+        ------
+        ValueError
+            Unknown ``key``, or nothing to show in that figure yet.
+        """
+        options = ExportOptions() if options is None else options
+        if key not in FIGURE_KEYS[:-1]:
+            raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} or 'families', got {key!r}")
+        if not self.figure_available(key):
+            raise ValueError(f"figure {key!r} has nothing to show yet")
+        spec = figure_spec(self.window, key)
+        shown = {"patch_xy": list(self.window.source.patch_position()),
+                 "frame_index": self.window.pattern_panel.frame_index()} if key in ("patch", "maps") else {}
+        record = sidecars.figure_record(self.window.session, key, extra=shown)
+        self.writer.start(write_job(spec, stem, options, record))
+        self.window.show_status(f"Writing {stem} ({', '.join(options.formats)})…")
+
+    def export_families(self, stem, options=None):
+        """Reconstruct the current patch with every family on a worker, then write the figure (on another)."""
+        options = ExportOptions() if options is None else options
+        figures = engine()
+        window = self.window
+        session = window.session
+        patch_xy = window.source.patch_position()
+        patch = session.patch_at(*patch_xy).copy()
+        parameters = dict(session.parameters)
+        estimates, measurements = [], {}
+
+        def collect(item):
+            family, m, estimate = item
+            measurements[family] = m
+            estimates.append((figures.run_title(descriptor=family, m=m), estimate))
+
+        def write(completed):
+            self.figure_runner.progressed.disconnect(collect)
+            self.figure_runner.finished.disconnect(write)
+            if completed:
+                spec = figures.families_figure(patch, estimates, title=figures.run_title(
+                    patch_size=parameters["patch_size"], solver=parameters["solver"]))
+                record = sidecars.families_record(session, patch_xy, parameters, measurements)
+                self.writer.start(write_job(spec, stem, options, record))
+
+        self.figure_runner.progressed.connect(collect)
+        self.figure_runner.finished.connect(write)
+        self.figure_runner.start(jobs.family_patches(patch, parameters, FAMILIES))
+        window.show_status("Reconstructing the patch with every family for the figure…")
+
+    def figure_dialog(self, key):
+        if not self.figure_available(key):
+            self.window.show_status("Nothing to export yet: a run must have ended (Esc stops the live solver)")
+            return
+        dialog = ExportDialog("Export figure", os.path.join(self.last_folder(), f"figure-{key}"), self.window)
+        if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.stem():
+            return
+        try:
+            options = dialog.options()
+        except ValueError as error:
+            self.window.show_error("Export failed", str(error))
+            return
+        if key == "families":
+            self.export_families(dialog.stem(), options)
+        else:
+            self._report(lambda: self.export_figure(key, dialog.stem(), options))
+
+    def _report(self, write):
+        try:
+            write()
+        except (OSError, ValueError) as error:
+            self.window.show_error("Export failed", str(error))
