@@ -21,6 +21,7 @@ import os
 from PyQt6.QtCore import QSettings, Qt, QTimer, pyqtSignal
 from PyQt6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
+from lbdviewer.features import FEATURE_SUFFIXES
 from lbdviewer.gui import jobs
 from lbdviewer.gui.controls import ParametersPanel
 from lbdviewer.gui.export_actions import Exporter
@@ -276,18 +277,25 @@ class MainWindow(QMainWindow):
             self.load_path(path)
 
     def open_features_dialog(self):
+        patterns = " ".join(f"*{suffix}" for suffix in FEATURE_SUFFIXES)
         path, _ = QFileDialog.getOpenFileName(self, "Open features", self.last_folder(),
-                                              "Feature files (*.npz);;All files (*)")
+                                              f"Feature files ({patterns});;All files (*)")
         if path:
             self.load_path(path)
 
+    def open_report_dialog(self):
+        """Browse an ``lbdviewer audit`` report folder (asked for) in a dialog beside the window."""
+        from lbdviewer.gui.report_browser import open_report_browser
+
+        return open_report_browser(self)
+
     def load_path(self, path):
-        """Open an image or (``.npz``) a feature file on a worker thread.
+        """Open an image or a feature file (``.npz`` or OpenCV FileStorage) on a worker thread.
 
         ``image_loaded`` follows when it is shown; on failure a message box
         says why (``load_failed``) and the current document stays.
         """
-        kind = "features" if str(path).lower().endswith(".npz") else "image"
+        kind = "features" if str(path).lower().endswith(FEATURE_SUFFIXES) else "image"
         self.show_status(f"Opening {path}…", 0)
         self.loader.start(jobs.load_file(path, kind, patch_size=self.parameters.patch_size))
 

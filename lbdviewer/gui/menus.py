@@ -65,6 +65,8 @@ def build_menus(window):
     recent_menu = file_menu.addMenu("Open &recent")
     _action(window, file_menu, "Open &features…", window.open_features_dialog, None,
             "Open a feature file (keypoints and bits) and reconstruct from it")
+    _action(window, file_menu, "Open audit &report…", window.open_report_dialog, None,
+            "Browse the rows of an 'lbdviewer audit' report folder")
     file_menu.addSeparator()
     export_panel = _action(window, file_menu, "&Export panel…", window.exports.panel_dialog, "Ctrl+E",
                            "Export a panel as a pixel-exact PNG with a JSON record of what it shows")

@@ -99,3 +99,15 @@ def test_open_report_browser_shows_a_dialog_or_nothing_when_cancelled(qtbot, rep
     dialog.close()
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *args: ""))
     assert open_report_browser() is None
+
+
+def test_file_menu_opens_a_report_folder_in_the_browser(qtbot, window, report, monkeypatch):
+    from PyQt6.QtWidgets import QFileDialog
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(report))
+    action = next(a for a in window.actions() if a.text() == "Open audit &report…")
+    action.trigger()
+    dialog = next(w for w in window.findChildren(ReportBrowserDialog))
+    assert dialog.isVisible()
+    assert _column(dialog.browser, 0)[0] == "<b>page&amp;.png"
+    dialog.close()
