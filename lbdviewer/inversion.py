@@ -220,10 +220,7 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
 
         method, items = "akaze-cell-ranks", iter_invert_akaze(features)
     else:
-        patterns = keypoint_patterns(features)
-        if any(kp.pattern.thresholded for kp in patterns):
-            raise ValueError(f"descriptor {features.descriptor!r} compares box means against learned thresholds "
-                             f"(bits sign(L x - t)); inverting thresholded bits is not supported yet")
+        patterns = keypoint_patterns(features)  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
         runner = _joint if mode == "joint" else _patchwise
         items = runner(features, patterns, int(iterations), sparsity)
     image = covered = consistency = None
