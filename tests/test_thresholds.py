@@ -106,10 +106,10 @@ def test_biht_objective_decreases_with_thresholds(freak_t):
 
 @pytest.mark.parametrize("options", [{}, {"constraint": "box", "step": 0.2}])
 def test_biht_cell_path_matches_reference_with_thresholds(freak_t, options):
-    bits = freak_t.describe(_camera_patches(3, 32, 5))
+    bits = freak_t.describe(_camera_patches(2, 32, 5))
     assert BIHT(freak_t, bits)._cells is not None
-    fast = list(BIHT(freak_t, bits, iterations=20, **options).steps())
-    slow = list(BIHT(freak_t, bits, iterations=20, backend="reference", **options).steps())
+    fast = list(BIHT(freak_t, bits, iterations=12, **options).steps())
+    slow = list(BIHT(freak_t, bits, iterations=12, backend="reference", **options).steps())
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a.x, b.x, atol=1e-6)
         np.testing.assert_array_equal(a.objective, b.objective)
