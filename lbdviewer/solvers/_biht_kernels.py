@@ -2,9 +2,9 @@
 
 :class:`lbdviewer.solvers.biht.BIHT` runs these over its active rows
 (:func:`lbdviewer.parallel.run_rows`) when its backend is ``"fused"``.
-``lx`` holds the margins :math:`Lx - t` (``thresholds`` :math:`t`, zeros for
-the paper's bits); at the flat start they are :math:`-t`, and the first step
-takes the sign of a tie as 0.
+``lx`` holds the margins :math:`Lx - t` (``thresholds`` :math:`t`; an empty
+array for the paper's bits, :math:`t = 0`, which then cost nothing); at the
+flat start they are :math:`-t`, and the first step takes the sign of a tie as 0.
 """
 
 from __future__ import annotations
@@ -72,10 +72,12 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
             break
         xr[:] = a
         sparse_forward(xr, factors, fields, plane, lxr)
+        if thresholds.shape[0]:
+            for i in range(m):
+                lxr[i] -= thresholds[i]
         count = 0
         for i in range(m):
-            v = lxr[i] - thresholds[i]
-            lxr[i] = v
+            v = lxr[i]
             s = tie if abs(v) <= atol else (1 if v > 0 else -1)
             if s != br[i]:
                 count += 1
@@ -198,8 +200,11 @@ def _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, 
         for jj in range(f_ptr[f], f_ptr[f + 1]):
             acc += f_val[jj] * xr[f_idx[jj]]
         fields[f] = acc
-    for i in range(lxr.shape[0]):
-        lxr[i] = -thresholds[i]
+    if thresholds.shape[0]:
+        for i in range(lxr.shape[0]):
+            lxr[i] = -thresholds[i]
+    else:
+        lxr[:] = 0.0
     for w in range(p_idx.shape[0]):  # slot by slot: contiguous, vectorised gathers
         for i in range(lxr.shape[0]):
             lxr[i] += p_val[w, i] * fields[p_idx[w, i]]

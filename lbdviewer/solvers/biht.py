@@ -332,9 +332,9 @@ class BIHT(BatchedSolver):
 
     @property
     def _kernel_thresholds(self):
-        """``t`` as the fused kernels take it (zeros when there are none)."""
+        """``t`` as the fused kernels take it (empty when there are none: no work for them)."""
         dtype = np.float64 if self._cells is not None else np.float32
-        return np.zeros(self.m, dtype=dtype) if self.thresholds is None else self.thresholds.astype(dtype)
+        return np.zeros(0, dtype=dtype) if self.thresholds is None else self.thresholds.astype(dtype)
 
     def _snapshot(self, run, finished):
         x = run.x.reshape((run.x.shape[0],) + self.domain_shape)
