@@ -321,9 +321,13 @@ def _pyramid_operator(features, patterns):
     It applies when all fields are a few stencils (at most
     :data:`MAX_SHARED_STENCILS`) at integer pixels of the keypoints' levels
     (ORB; the BRIEF models, whose keypoints are all on level 0) and the levels
-    above 0 are each resized from the previous one (``pyramid == "chained"``).
+    above 0 are each resized from the previous one (``pyramid == "chained"``),
+    and the bits are not thresholded (BEBLID and TEBLID, whose bits are
+    ``sign(L x - t)``, take the level-0 joint operator).
     """
     unique = list({id(kp.pattern): kp.pattern for kp in patterns}.values())  # in order of first use
+    if any(p.thresholded for p in unique):  # bits sign(L x - t) (BEBLID, TEBLID): the level-0 joint operator
+        return None
     try:
         stencils = shared_stencils(unique)
     except ValueError:  # fields between pixels (FREAK's scaled patterns): the level-0 joint operator
