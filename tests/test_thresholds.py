@@ -184,8 +184,9 @@ def test_fused_joint_data_terms_equal_their_numpy_form_with_thresholds(joint_cas
     margin = np.random.default_rng(1).uniform(0.005, 0.02, (2, 64))
 
     class Unfused:  # the solvers' numpy path: forward, adjoint and margins only
-        domain_shape, range_shape, patterns, site_pattern = op.domain_shape, op.range_shape, op.patterns, op.site_pattern
-        forward, adjoint, margins, tie_positive = op.forward, op.adjoint, op.margins, False
+        domain_shape, range_shape, patterns = op.domain_shape, op.range_shape, op.patterns
+        site_pattern, forward, adjoint, margins = op.site_pattern, op.forward, op.adjoint, op.margins
+        tie_positive = False
 
     for make, tol in ((lambda o: SignConsistency(o, bits, margin=margin, iterations=1),
                        1e-4 if dtype == np.float32 else 1e-9),

@@ -17,9 +17,9 @@ from lbdviewer.joint._kernels import _block_means, _block_scatter
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _likelihood_blocks(x, filtered, integral, words, keep_words, margin, inverse_noise, thresholds, hinge_weight,
-                       logistic_weight, tie_up, atol, m, block_start, block_stride, block_lo, block_hi, site_base, integral_base, layout,
-                       site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
-                       pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
+                       logistic_weight, tie_up, atol, m, block_start, block_stride, block_lo, block_hi, site_base,
+                       integral_base, layout, site_pattern, field_start, field_group, field_offset, tap_start,
+                       tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
     """Loss of the target bits, back-projected; returns ``(loss, bits reproduced)``.
 
     For test ``i`` of site ``s`` (pattern ``p``) with target sign ``b``,

@@ -44,8 +44,9 @@ _CELLS = weakref.WeakKeyDictionary()  # operator -> {(domain shape, transform ki
 class _Run:
     """Mutable iteration state of one pass of :meth:`BIHT.steps` (flat rows).
 
-    ``lx`` holds the margins :math:`Lx - t` of the current iterates. ``cells`` holds the iterates of the cell path (one value per cell, float64),
-    else None; ``x`` then follows it after every advance.
+    ``lx`` holds the margins :math:`Lx - t` of the current iterates. ``cells``
+    holds the iterates of the cell path (one value per cell, float64), else
+    None; ``x`` then follows it after every advance.
     """
 
     def __init__(self, x, lx, active, cells=None):

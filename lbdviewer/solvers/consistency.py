@@ -145,7 +145,7 @@ def _projected_step(x, direction, step, gradient, out):
 
 
 def operator_margins(operator, x):
-    """``A x - t``: ``operator.margins(x)`` when it has thresholds (:class:`lbdviewer.joint.JointOperator`), else ``A x``.
+    """``A x - t``: ``operator.margins(x)`` if it has them (:class:`lbdviewer.joint.JointOperator`), else ``A x``.
 
     Examples
     --------
