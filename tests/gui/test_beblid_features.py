@@ -19,12 +19,12 @@ def test_beblid_feature_file_opens_inverts_and_its_pattern_draws(qtbot, window, 
                                    .reshape(len(library.keypoints), -1), model.n_bits, model.bitorder))
     window.parameters.iterations = 20
     with qtbot.waitSignal(window.whole_finished, timeout=60000) as blocker:
-        assert window.load_features_path(str(path))
+        window.load_path(str(path))
     assert blocker.args == [True]
-    assert "beblid keypoints" in window.source.title.text
+    assert "beblid keypoints" in window.source.title_text()
     assert window.whole.result.array.any()
 
-    first = keypoint_patterns(window.features)[0]
+    first = keypoint_patterns(window.session.features)[0]
     pattern = first.pattern
     assert pattern.thresholded and pattern.kernel == "box"
     canvas = window.pattern_panel.patch
