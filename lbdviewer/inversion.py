@@ -220,10 +220,7 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
 
         method, items = "akaze-cell-ranks", iter_invert_akaze(features)
     else:
-        patterns = keypoint_patterns(features)
-        if any(kp.pattern.thresholded for kp in patterns):
-            raise ValueError(f"descriptor {features.descriptor!r} compares box means against learned thresholds "
-                             f"(bits sign(L x - t)); inverting thresholded bits is not supported yet")
+        patterns = keypoint_patterns(features)  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
         runner = _joint if mode == "joint" else _patchwise
         items = runner(features, patterns, int(iterations), sparsity)
     image = covered = consistency = None
@@ -324,9 +321,13 @@ def _pyramid_operator(features, patterns):
     It applies when all fields are a few stencils (at most
     :data:`MAX_SHARED_STENCILS`) at integer pixels of the keypoints' levels
     (ORB; the BRIEF models, whose keypoints are all on level 0) and the levels
-    above 0 are each resized from the previous one (``pyramid == "chained"``).
+    above 0 are each resized from the previous one (``pyramid == "chained"``),
+    and the bits are not thresholded (BEBLID and TEBLID, whose bits are
+    ``sign(L x - t)``, take the level-0 joint operator).
     """
     unique = list({id(kp.pattern): kp.pattern for kp in patterns}.values())  # in order of first use
+    if any(p.thresholded for p in unique):  # bits sign(L x - t) (BEBLID, TEBLID): the level-0 joint operator
+        return None
     try:
         stencils = shared_stencils(unique)
     except ValueError:  # fields between pixels (FREAK's scaled patterns): the level-0 joint operator

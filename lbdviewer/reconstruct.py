@@ -122,8 +122,8 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
         Top-left ``(row, col)`` of each patch.
     patterns : Pattern or sequence of Pattern (one per site)
     binary : bool
-        Bits (with each pattern's tie rule, see
-        :meth:`DescriptorOperator.describe`) or real measurements.
+        Bits ``sign(L p - t)`` (with each pattern's thresholds and tie rule,
+        see :meth:`DescriptorOperator.describe`) or real measurements ``L p``.
     atol : float
         Differences within ``atol`` of zero are ties (measuring a float
         reconstruction, use :data:`lbdviewer.joint.TIE_ATOL`).
@@ -158,8 +158,11 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
         part = slice(start, start + chunk)
         operator = JointOperator(image.shape, sites[part],
                                  unique[0] if len(unique) == 1 else [unique[i] for i in index[part]], dtype=np.float64)
-        values = operator.forward(image)
-        out[part] = pack_bits(sign_with_ties(values, tie_positive=operator.tie_positive, atol=atol)) if binary else values
+        if binary:  # bits sign(A x - t) with each pattern's thresholds t
+            margins = operator.margins(image)
+            out[part] = pack_bits(sign_with_ties(margins, tie_positive=operator.tie_positive, atol=atol))
+        else:
+            out[part] = operator.forward(image)
     return out
 
 

@@ -71,17 +71,3 @@ def test_pattern_thresholds_shift_the_bits_and_are_validated():
     assert not plain.thresholded and shifted.thresholded
     with pytest.raises(ValueError, match="thresholds must be 2"):
         Pattern("toy", 8, [[2, 2], [5, 5]], [1, 1], [1, 1], [[0, 1], [1, 0]], thresholds=[0.1])
-
-
-def test_solvers_and_inversion_refuse_thresholded_bits(model):
-    from lbdviewer.features import FeatureSet
-    from lbdviewer.inversion import invert_features
-    from lbdviewer.solvers import BIHT
-
-    (kp,) = model.keypoint_patterns(Keypoints([60.0], [60.0], [31.0]))
-    with pytest.raises(ValueError, match="thresholds"):
-        BIHT(DescriptorOperator(kp.pattern), np.ones((1, 256), dtype=np.int8))
-    features = FeatureSet("beblid", model.params(), (120, 120), Keypoints([60.0], [60.0], [31.0]),
-                          np.zeros((1, 32), np.uint8), 256, "big")
-    with pytest.raises(ValueError, match="thresholded bits is not supported"):
-        invert_features(features, mode="patches", iterations=2)

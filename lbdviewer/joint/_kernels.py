@@ -270,7 +270,8 @@ def _block_words(packed, block_start, m):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, block_start, block_stride, block_lo,
+def _bits_blocks(x, filtered, integral, words, margin, thresholds, hinge, tie_up, atol, m, block_start, block_stride,
+                 block_lo,
                  block_hi, site_base, integral_base, layout, site_pattern, field_start, field_group, field_offset,
                  tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
     """Data term against target bits, back-projected; returns ``(sum of squares, bits reproduced)``.
@@ -278,10 +279,13 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
     Sites are processed a block at a time with the site as the inner,
     vectorised index: field means gathered ``(F, B)``, then every test ``i``
     runs over the block's sites at once, its target bits one word of
-    ``words`` (:func:`_block_words`), and its step goes back to the means. ``hinge``: the step is
-    ``-2 s [d - s v]_+`` with ``d = margin[p, i]`` on the strict side only
-    (the side that does not take ties), and its squares are summed; else the
-    step is the bit error ``(b - sign v) / 2`` (``s`` where the bit is wrong).
+    ``words`` (:func:`_block_words`), and its step goes back to the means.
+    With ``v`` the difference and ``t = thresholds[p, i]``: ``hinge``: the
+    step is ``-2 s [d - s (v - t)]_+`` with ``d = margin[p, i]`` on the strict
+    side only (the side that does not take ties), and its squares are summed;
+    else the step is the bit error ``(b - sign(v - t)) / 2`` (``s`` where the
+    bit is wrong). The threshold moves the test's cut and margins (scalars),
+    not ``v``: no work a site.
     """
     width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
     n_fields = np.max(np.diff(field_start))
@@ -303,12 +307,15 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
             a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
             for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
                 up[j] = x.dtype.type((word >> np.uint64(j)) & np.uint64(1))
-            # Margins when the target is 1 and when it is 0: only the strict side (not taking ties) has one.
-            high, low = margin[p, i] * (one - tie), margin[p, i] * tie
+            # Margins when the target is 1 and when it is 0: only the strict side (not taking ties) has one;
+            # [d - s (v - t)]_+ = [d - s t' - s v]_+ with the threshold folded into them.
+            shift = thresholds[p, i]
+            high, low = margin[p, i] * (one - tie) + shift, margin[p, i] * tie - shift
+            below, above = shift - atol, shift + atol  # sign(v - t) with ties: compare v with these
             if hinge:  # loops without branches: each vectorises
                 for j in range(n):
                     v = means[a, j] - means[b, j]
-                    bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                    bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
                     right[j] += one - (bit - up[j]) * (bit - up[j])
                     sign = two * up[j] - one
                     r = max(low + up[j] * (high - low) - sign * v, zero)
@@ -317,7 +324,7 @@ def _bits_blocks(x, filtered, integral, words, margin, hinge, tie_up, atol, m, b
             else:
                 for j in range(n):
                     v = means[a, j] - means[b, j]
-                    bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                    bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
                     wrong = (bit - up[j]) * (bit - up[j])
                     right[j] += one - wrong
                     step[j] = (two * up[j] - one) * wrong

@@ -16,15 +16,16 @@ from lbdviewer.joint._kernels import _block_means, _block_scatter
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _likelihood_blocks(x, filtered, integral, words, keep_words, margin, inverse_noise, hinge_weight, logistic_weight,
-                       tie_up, atol, m, block_start, block_stride, block_lo, block_hi, site_base, integral_base, layout,
-                       site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
-                       pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
+def _likelihood_blocks(x, filtered, integral, words, keep_words, margin, inverse_noise, thresholds, hinge_weight,
+                       logistic_weight, tie_up, atol, m, block_start, block_stride, block_lo, block_hi, site_base,
+                       integral_base, layout, site_pattern, field_start, field_group, field_offset, tap_start,
+                       tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
     """Loss of the target bits, back-projected; returns ``(loss, bits reproduced)``.
 
     For test ``i`` of site ``s`` (pattern ``p``) with target sign ``b``,
-    difference ``v`` and ``z = b v / noise[p, i]``, the loss is
-    ``logistic_weight (sqrt(1 + z^2) - z) / 2 + hinge_weight [d - b v]_+^2``
+    difference ``v``, threshold ``t = thresholds[p, i]`` and
+    ``z = b (v - t) / noise[p, i]``, the loss is
+    ``logistic_weight (sqrt(1 + z^2) - z) / 2 + hinge_weight [d - b (v - t)]_+^2``
     with ``d = margin[p, i]`` on the strict side only (the side that does not
     take ties), counted where ``keep_words`` has the test's bit set; its
     derivative in ``v`` goes back to the two fields. Target bits and the mask
@@ -52,15 +53,19 @@ def _likelihood_blocks(x, filtered, integral, words, keep_words, margin, inverse
             for j in range(n):
                 up[j] = x.dtype.type((word >> np.uint64(j)) & np.uint64(1))
                 kept[j] = x.dtype.type((keep >> np.uint64(j)) & np.uint64(1))
-            high, low = margin[p, i] * (one - tie), margin[p, i] * tie
+            # The threshold folded into the margins, the cut and z (scalars a test: see _bits_blocks).
+            shift = thresholds[p, i]
+            high, low = margin[p, i] * (one - tie) + shift, margin[p, i] * tie - shift
+            below, above = shift - atol, shift + atol
             k = inverse_noise[p, i]
+            shift_k = shift * k
             for j in range(n):
                 v = means[a, j] - means[b, j]
-                bit = x.dtype.type(v >= -atol) if tie_up else x.dtype.type(v > atol)
+                bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
                 right[j] += one - (bit - up[j]) * (bit - up[j])
                 sign = two * up[j] - one
                 r = max(low + up[j] * (high - low) - sign * v, zero)
-                z = sign * v * k
+                z = sign * (v * k - shift_k)
                 root = np.sqrt(one + z * z)
                 losses[j] += kept[j] * (wl * half * (root - z) + wh * r * r)
                 step[j] = -sign * kept[j] * (wl * k * half * (one - z / root) + two * wh * r)

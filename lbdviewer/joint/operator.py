@@ -41,6 +41,13 @@ each range back-projects into its own image.
 Sites may carry their own patterns (rotated or scaled keypoint patterns,
 different patch sizes); all patterns must have the same number of
 measurements ``M``.
+
+Bits are ``sign(A x - t)``: every pattern brings its thresholds (BEBLID and
+TEBLID learn one a test; the others have 0), kept as one table
+:attr:`JointOperator.thresholds` of shape ``(len(patterns), M)``. ``A``
+itself stays linear; the data terms compare ``A x - t`` with the bits. The
+fused kernels fold a test's threshold into its comparison and its margins
+(scalars a test and block), so thresholds cost no work a site.
 """
 
 from __future__ import annotations
@@ -137,6 +144,11 @@ class JointOperator:
 
     Attributes
     ----------
+    thresholds : ndarray, shape (len(patterns), M)
+        Thresholds ``t`` of each test of each pattern (rows in the order of
+        :attr:`patterns`, in ``dtype``): bits are ``sign(A x - t)``.
+    thresholded : bool
+        Whether any threshold is non-zero.
     shape : (int, int)
         ``(S * M, H * W)``, the matrix shape.
     domain_shape : (int, int)
@@ -179,6 +191,8 @@ class JointOperator:
         self.patch_sizes = sizes
         self.m = unique[0].m
         self.tie_positive = bool(unique[0].tie_positive)
+        self.thresholds = np.ascontiguousarray([p.thresholds for p in unique], dtype=self.dtype)
+        self.thresholded = bool(np.any(self.thresholds != 0))
         self.kernel = kernel
         tables = build_tables(shape, sites, self.patterns, site_pattern, kernel=kernel, backend=backend,
                               dtype=self.dtype)
@@ -189,7 +203,6 @@ class JointOperator:
         self._norm = None
         self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
 
-    # -- construction ---------------------------------------------------
     # -- shapes ---------------------------------------------------------
     @property
     def domain_shape(self):
@@ -211,6 +224,23 @@ class JointOperator:
     def __repr__(self):
         return (f"JointOperator(shape={self._shape2d}, sites={len(self.sites)}, m={self.m}, "
                 f"patterns={len(self.patterns)}, filters={self.n_filters})")
+
+    def site_thresholds(self):
+        """Thresholds of every site's tests, ``(S, M)``: rows of :attr:`thresholds` by site.
+
+        Examples
+        --------
+        >>> from lbdviewer.patterns import make_pattern
+        >>> op = JointOperator((8, 9), [[0, 0], [0, 1]], make_pattern("brief", patch_size=8, m=3))
+        >>> op.site_thresholds().shape, bool(op.thresholded)
+        ((2, 3), False)
+        """
+        return self.thresholds[self.site_pattern]
+
+    def margins(self, x):
+        """``A x - t`` of every site: images ``(..., H, W)`` to ``(..., S, M)``; their signs are the bits."""
+        values = self.forward(x)
+        return values - self.site_thresholds() if self.thresholded else values
 
     # -- kernels --------------------------------------------------------
     def _filter(self, image):
@@ -362,7 +392,7 @@ class JointOperator:
         return out.reshape(*y.shape[:-2], *self._shape2d)
 
     def binary_gradient(self, x, packed_bits):
-        """Back-projected bit errors ``A^T (b - sign(A x)) / 2`` and their count, fused.
+        """Back-projected bit errors ``A^T (b - sign(A x - t)) / 2`` and their count, fused.
 
         Parameters
         ----------
@@ -375,7 +405,7 @@ class JointOperator:
         -------
         gradient : ndarray, shape (H, W)
         mismatches : int
-            Number of bits of ``sign(A x)`` that differ from the target.
+            Number of bits of ``sign(A x - t)`` that differ from the target.
 
         Notes
         -----
@@ -389,8 +419,8 @@ class JointOperator:
             raise ValueError(f"packed_bits must be uint8 of shape {expected}, got {packed_bits.dtype} {packed_bits.shape}")
         words = _block_words(np.ascontiguousarray(packed_bits), self._block_start, self.m)
         out, results = self._back_project(_bits_blocks, image.ravel(), *self._filter(image), words,
-                                          np.zeros((len(self.patterns), self.m), dtype=self.dtype), False,
-                                          self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
+                                          np.zeros((len(self.patterns), self.m), dtype=self.dtype), self.thresholds,
+                                          False, self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
         agree = sum(r[1] for r in results)
         return out.reshape(self._shape2d), int(len(self.sites) * self.m - agree)
 
@@ -427,12 +457,12 @@ class JointOperator:
     def squared_hinge(self, x, positive, margin, *, atol=TIE_ATOL):
         r"""Squared hinge of the bits, its gradient and the bits reproduced, in one pass.
 
-        With :math:`s_{si} = \pm 1` the target bits and :math:`\delta_{si}` the
-        margins (``margin`` of the site's pattern on the strict side of the
-        test, 0 on the side that takes ties),
+        With :math:`s_{si} = \pm 1` the target bits, :math:`t` the thresholds
+        and :math:`\delta_{si}` the margins (``margin`` of the site's pattern
+        on the strict side of the test, 0 on the side that takes ties),
 
-        .. math::  h(x) = \sum_{s,i} \big[\delta_{si} - s_{si} (A x)_{si}\big]_+^2, \qquad
-                   \nabla h = A^T\big(-2\, s \odot [\delta - s \odot A x]_+\big).
+        .. math::  h(x) = \sum_{s,i} \big[\delta_{si} - s_{si} (A x - t)_{si}\big]_+^2, \qquad
+                   \nabla h = A^T\big(-2\, s \odot [\delta - s \odot (A x - t)]_+\big).
 
         Parameters
         ----------
@@ -448,7 +478,7 @@ class JointOperator:
             :attr:`patterns`), asked of strict tests only: memory stays
             ``O(M)`` per pattern, not per site.
         atol : float
-            Tie tolerance of the bit count: :math:`|(Ax)_{si}| \le` ``atol`` is a tie.
+            Tie tolerance of the bit count: :math:`|(Ax - t)_{si}| \le` ``atol`` is a tie.
 
         Returns
         -------
@@ -456,7 +486,7 @@ class JointOperator:
             :math:`h(x)`, accumulated in float64.
         gradient : ndarray, shape (H, W)
         agree : int
-            Number of bits of ``sign(A x)`` (ties per the patterns) equal to the target.
+            Number of bits of ``sign(A x - t)`` (ties per the patterns) equal to the target.
 
         Examples
         --------
@@ -478,8 +508,8 @@ class JointOperator:
         if margin.shape != table_shape:
             raise ValueError(f"margin must be a number or have shape {table_shape}, got {margin.shape}")
         out, results = self._back_project(
-            _bits_blocks, image.ravel(), *self._filter(image), words, np.ascontiguousarray(margin), True,
-            self.tie_positive, self.dtype.type(atol), self.m)
+            _bits_blocks, image.ravel(), *self._filter(image), words, np.ascontiguousarray(margin), self.thresholds,
+            True, self.tie_positive, self.dtype.type(atol), self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))
 
@@ -487,12 +517,12 @@ class JointOperator:
                        atol=TIE_ATOL):
         r"""Noisy-bit loss of the bits, its gradient and the bits reproduced, in one pass.
 
-        With :math:`b` the target signs, :math:`z = b \odot (A x) / \sigma`,
-        :math:`\delta` the margins on the strict side and :math:`K` the
-        tests kept,
+        With :math:`b` the target signs, :math:`t` the thresholds,
+        :math:`z = b \odot (A x - t) / \sigma`, :math:`\delta` the margins on
+        the strict side and :math:`K` the tests kept,
 
         .. math::  \ell(x) = \sum_{(s,i) \in K} \Big(\lambda_\ell \tfrac12\big(\sqrt{1 + z_{si}^2} - z_{si}\big)
-                   + \lambda_h \big[\delta_{si} - b_{si} (A x)_{si}\big]_+^2\Big).
+                   + \lambda_h \big[\delta_{si} - b_{si} (A x - t)_{si}\big]_+^2\Big).
 
         Parameters
         ----------
@@ -511,7 +541,7 @@ class JointOperator:
         value : float
         gradient : ndarray, shape (H, W)
         agree : int
-            Bits of ``sign(A x)`` (ties per the patterns) equal to the target.
+            Bits of ``sign(A x - t)`` (ties per the patterns) equal to the target.
 
         Examples
         --------
@@ -533,7 +563,8 @@ class JointOperator:
                 raise ValueError(f"{name} must have shape {expected[name]}, got {np.shape(array)}")
         tables = [np.ascontiguousarray(arrays[name], dtype=self.dtype) for name in ("margin", "inverse_noise")]
         out, results = self._back_project(
-            _likelihood_blocks, image.ravel(), *self._filter(image), words, keep_words, *tables, float(hinge_weight),
+            _likelihood_blocks, image.ravel(), *self._filter(image), words, keep_words, *tables, self.thresholds,
+            float(hinge_weight),
             float(logistic_weight), self.tie_positive, self.dtype.type(atol), self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))

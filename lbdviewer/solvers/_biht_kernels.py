@@ -2,6 +2,9 @@
 
 :class:`lbdviewer.solvers.biht.BIHT` runs these over its active rows
 (:func:`lbdviewer.parallel.run_rows`) when its backend is ``"fused"``.
+``lx`` holds the margins :math:`Lx - t` (``thresholds`` :math:`t`; an empty
+array for the paper's bits, :math:`t = 0`, which then cost nothing); at the
+flat start they are :math:`-t`, and the first step takes the sign of a tie as 0.
 """
 
 from __future__ import annotations
@@ -17,15 +20,15 @@ from lbdviewer.wavelets import haar_adjoint_inplace, haar_forward_inplace
 
 @numba.njit(cache=True, nogil=True)
 def biht_rows(rows, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-               half_step, k, constraint, height, width, haar, tie, atol, factors):
+               half_step, k, constraint, height, width, haar, tie, atol, thresholds, factors):
     for row in rows:
         _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-                  half_step, k, constraint, height, width, haar, tie, atol, factors)
+                  half_step, k, constraint, height, width, haar, tie, atol, thresholds, factors)
 
 
 @numba.njit(cache=True, nogil=True)
 def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-              half_step, k, constraint, height, width, haar, tie, atol, factors):
+              half_step, k, constraint, height, width, haar, tie, atol, thresholds, factors):
     """``n_steps`` BIHT iterations of one row, in place; stops at a fixed point."""
     n = x.shape[1]
     m = bits.shape[1]
@@ -41,13 +44,11 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
     br = bits[row]
     for it in range(n_steps):
         is_first = first and it == 0
+        tie_now = 0 if is_first else tie  # at the flat start a tie's sign is 0
         for i in range(m):
-            if is_first:
-                residual[i] = br[i]
-            else:
-                v = lxr[i]
-                s = tie if abs(v) <= atol else (1 if v > 0 else -1)
-                residual[i] = br[i] - s
+            v = lxr[i]
+            s = tie_now if abs(v) <= atol else (1 if v > 0 else -1)
+            residual[i] = br[i] - s
         sparse_adjoint(residual, factors, fields, a)
         for j in range(n):
             a[j] = xr[j] + half_step * a[j]
@@ -71,6 +72,9 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
             break
         xr[:] = a
         sparse_forward(xr, factors, fields, plane, lxr)
+        if thresholds.shape[0]:
+            for i in range(m):
+                lxr[i] -= thresholds[i]
         count = 0
         for i in range(m):
             v = lxr[i]
@@ -82,7 +86,7 @@ def _biht_row(row, x, lx, bits, active, iterations_run, inconsistent, n_steps, f
 
 @numba.njit(cache=True, nogil=True)
 def biht_cell_rows(rows, cells, x, lx, bits, active, iterations_run, inconsistent, n_steps, first,
-                    half_step, constraint, tie, atol, space):
+                    half_step, constraint, tie, atol, thresholds, space):
     """``n_steps`` BIHT iterations of ``rows`` on cells (:class:`CellSpace`), then ``x`` from the cells.
 
     The gradient :math:`D^T r` of the next step is gathered while the bits of
@@ -97,8 +101,8 @@ def biht_cell_rows(rows, cells, x, lx, bits, active, iterations_run, inconsisten
         xr = cells[row]
         lxr = lx[row]
         br = bits[row]
-        # Residual of the current iterate: the bits themselves at the flat start (L x0 = 0).
-        n_wrong = _bit_gradient(lxr, br, first, tie, atol, p_idx, p_val, gradient)
+        # Residual of the current iterate (at the flat start: margins -t, a tie's sign 0).
+        n_wrong = _bit_gradient(lxr, br, 0 if first else tie, atol, p_idx, p_val, gradient)
         shift = np.nan  # of the last projection with clipping: the next one starts there
         for it in range(n_steps):
             iterations_run[row] += 1
@@ -116,7 +120,7 @@ def biht_cell_rows(rows, cells, x, lx, bits, active, iterations_run, inconsisten
                 break
             xr[:] = a
             n_wrong = _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, atol,
-                                     gradient)
+                                     thresholds, gradient)
             inconsistent[row] = n_wrong
         for j in range(cell_of.shape[0]):
             x[row, j] = xr[cell_of[j]]
@@ -133,15 +137,12 @@ def _sign(v, tie, atol):
 
 
 @numba.njit(cache=True, nogil=True)
-def _bit_gradient(lxr, br, first, tie, atol, p_idx, p_val, gradient):
-    """``gradient = D^T r`` with ``r = b - sign(lxr)`` (``first``: ``r = b``); return the wrong bits."""
+def _bit_gradient(lxr, br, tie, atol, p_idx, p_val, gradient):
+    """``gradient = D^T r`` with ``r = b - sign(lxr)`` (ties: ``tie``, 0 at the flat start); return the wrong bits."""
     gradient[:] = 0.0
     n_wrong = 0
     for i in range(br.shape[0]):
-        if first:
-            ri = np.float64(br[i])
-        else:
-            ri = np.float64(br[i] - _sign(lxr[i], tie, atol))
+        ri = np.float64(br[i] - _sign(lxr[i], tie, atol))
         if ri != 0.0:
             n_wrong += 1
             for w in range(p_idx.shape[0]):
@@ -189,8 +190,8 @@ def _project_cells(a, counts, constraint, shift, cell_of, first_pixel, pixels):
 
 
 @numba.njit(cache=True, nogil=True)
-def _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, atol, gradient):
-    """``lxr = L x`` from the cell values ``xr``, and ``gradient = D^T (b - sign(L x))``.
+def _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, atol, thresholds, gradient):
+    """``lxr = L x - t`` from the cell values ``xr``, and ``gradient = D^T (b - sign(L x - t))``.
 
     ``fields`` is scratch; returns the number of inconsistent bits.
     """
@@ -199,8 +200,12 @@ def _measure_cells(xr, f_ptr, f_idx, f_val, p_idx, p_val, fields, lxr, br, tie, 
         for jj in range(f_ptr[f], f_ptr[f + 1]):
             acc += f_val[jj] * xr[f_idx[jj]]
         fields[f] = acc
-    lxr[:] = 0.0
+    if thresholds.shape[0]:
+        for i in range(lxr.shape[0]):
+            lxr[i] = -thresholds[i]
+    else:
+        lxr[:] = 0.0
     for w in range(p_idx.shape[0]):  # slot by slot: contiguous, vectorised gathers
         for i in range(lxr.shape[0]):
             lxr[i] += p_val[w, i] * fields[p_idx[w, i]]
-    return _bit_gradient(lxr, br, False, tie, atol, p_idx, p_val, gradient)
+    return _bit_gradient(lxr, br, tie, atol, p_idx, p_val, gradient)

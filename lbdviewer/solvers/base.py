@@ -86,22 +86,35 @@ def resolve_transform(transform, domain_shape):
     return None, None
 
 
-def refuse_thresholds(operator):
-    """Raise if ``operator``'s bits are ``sign(L x - t)`` with some ``t != 0`` (BEBLID, TEBLID).
+def thresholds_of(operator, m):
+    r"""Thresholds ``t`` of the operator's bits ``sign(L x - t)``, float64 ``(M,)``; None when all are 0.
 
-    The patch solvers invert ``sign(L x)``; fed thresholded bits they would
-    solve the wrong problem without a word.
+    Read from ``operator.thresholds`` if present, else from
+    ``operator.pattern.thresholds`` (BEBLID, TEBLID: learned per test), else
+    none. None lets every solver path run exactly its zero-threshold
+    iterations, with no extra work.
+
+    Raises
+    ------
+    ValueError
+        If the thresholds are not ``M`` finite values.
 
     Examples
     --------
     >>> from lbdviewer.operators import DescriptorOperator
     >>> from lbdviewer.patterns import make_pattern
-    >>> refuse_thresholds(DescriptorOperator(make_pattern("brief", m=8)))
+    >>> thresholds_of(DescriptorOperator(make_pattern("brief", m=8)), 8) is None
+    True
     """
-    thresholds = getattr(getattr(operator, "pattern", None), "thresholds", None)
-    if thresholds is not None and np.any(np.asarray(thresholds) != 0):
-        raise ValueError(f"operator compares against thresholds (bits sign(L x - t), pattern "
-                         f"{operator.pattern.name!r}); the solvers invert sign(L x) only")
+    thresholds = getattr(operator, "thresholds", None)
+    if thresholds is None:
+        thresholds = getattr(getattr(operator, "pattern", None), "thresholds", None)
+    if thresholds is None:
+        return None
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    if thresholds.shape != (m,) or not np.all(np.isfinite(thresholds)):
+        raise ValueError(f"operator thresholds must be {m} finite values, got shape {thresholds.shape}")
+    return thresholds if np.any(thresholds != 0) else None
 
 
 def tie_positive_of(operator):
@@ -150,12 +163,12 @@ class BatchedSolver:
     """
 
     def _bind(self, operator):
-        """Set ``operator``, ``domain_shape``, ``m``, ``n`` and ``tie_positive``."""
+        """Set ``operator``, ``domain_shape``, ``m``, ``n``, ``tie_positive`` and ``thresholds`` (None: all 0)."""
         self.operator = operator
         self.domain_shape = domain_shape_of(operator)
         self.m, self.n = (int(s) for s in operator.shape)
         self.tie_positive = tie_positive_of(operator)
-        refuse_thresholds(operator)
+        self.thresholds = thresholds_of(operator, self.m)
 
     def _configure(self, *, iterations, constraint, transform, backend):
         """Validate and set the options every solver has (after :meth:`_bind`)."""

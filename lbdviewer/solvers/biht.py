@@ -4,11 +4,14 @@ Solves, for every row :math:`b \in \{-1, +1\}^M` of a batch,
 
 .. math::
 
-    \min_x \; J(x) = \big\|[\,b \odot \operatorname{sign}(Lx)\,]_-\big\|_1
+    \min_x \; J(x) = \big\|[\,b \odot \operatorname{sign}(Lx - t)\,]_-\big\|_1
     \quad\text{s.t.}\quad \|Wx\|_0 \le K,\; x \in S,
 
-by repeating :math:`a = x + \tfrac{\tau}{2} L^T(b - \operatorname{sign}(Lx))`,
-:math:`x \leftarrow P_S\big(W^T H_K(W a)\big)`.
+by repeating :math:`a = x + \tfrac{\tau}{2} L^T(b - \operatorname{sign}(Lx - t))`,
+:math:`x \leftarrow P_S\big(W^T H_K(W a)\big)`. The thresholds :math:`t` are
+the operator's (:func:`lbdviewer.solvers.base.thresholds_of`: BEBLID and
+TEBLID compare box differences against learned values); :math:`t = 0` is the
+paper's problem, and then the iterations are exactly the paper's.
 
 The fused path has a shortcut for operators with few distinct fields (FREAK:
 43 boxes). Pixels whose columns of the field matrix :math:`K` are equal form a
@@ -41,8 +44,9 @@ _CELLS = weakref.WeakKeyDictionary()  # operator -> {(domain shape, transform ki
 class _Run:
     """Mutable iteration state of one pass of :meth:`BIHT.steps` (flat rows).
 
-    ``cells`` holds the iterates of the cell path (one value per cell, float64),
-    else None; ``x`` then follows it after every advance.
+    ``lx`` holds the margins :math:`Lx - t` of the current iterates. ``cells``
+    holds the iterates of the cell path (one value per cell, float64), else
+    None; ``x`` then follows it after every advance.
     """
 
     def __init__(self, x, lx, active, cells=None):
@@ -228,9 +232,10 @@ class BIHT(BatchedSolver):
     operator : object
         Linear operator :math:`L` with ``forward``, ``adjoint``, ``shape``
         ``(M, N)`` and ``domain_shape`` (or ``patch_shape``). If it has
-        ``pattern.tie_positive``, that decides the bit of a tie.
+        ``pattern.tie_positive``, that decides the bit of a tie; its
+        ``thresholds`` (or ``pattern.thresholds``) are :math:`t`.
     bits : array_like, shape (B, M)
-        Descriptors in {-1, +1}, one row per patch.
+        Descriptors ``sign(L p - t)`` in {-1, +1}, one row per patch.
     sparsity : float
         Fraction of transform coefficients kept, :math:`K = \operatorname{round}(sN)`
         (at least 1), in ``(0, 1]``. Paper: 0.4.
@@ -246,7 +251,7 @@ class BIHT(BatchedSolver):
         Sparsity basis :math:`W`: orthonormal Haar (:class:`HaarTransform`) or
         the identity.
     atol : float
-        Tie tolerance: :math:`|(Lx)_i| \le` ``atol`` counts as a tie.
+        Tie tolerance: :math:`|(Lx - t)_i| \le` ``atol`` counts as a tie.
     backend : {"auto", "fused", "batched", "reference"}
         Execution path (see :mod:`lbdviewer.solvers.base`). ``"auto"`` takes
         ``"fused"`` when the operator has ``field_matrix``/``pair_matrix``,
@@ -261,13 +266,14 @@ class BIHT(BatchedSolver):
 
     Notes
     -----
-    Start :math:`x^{(0)} = 0.5` (``None``: 0). The first step is
-    :math:`a^{(1)} = x^{(0)} + \frac{\tau}{2} L^T b`: :math:`Lx^{(0)}` is zero
-    up to rounding and its sign is taken as 0, as in the paper. Later steps use
-    :math:`\operatorname{sign}` with ties resolved like the descriptor
-    (:func:`lbdviewer.operators.sign_with_ties`), so a row whose bits are all the tie
-    value is already consistent at the flat start: it is frozen there from the
-    outset. Then :math:`x^{(i+1)} = P_S\big(W^T H_K(W a^{(i+1)})\big)` with
+    Start :math:`x^{(0)} = 0.5` (``None``: 0). :math:`Lx^{(0)}` is zero up to
+    rounding, so the first step is :math:`a^{(1)} = x^{(0)} + \frac{\tau}{2}
+    L^T(b - \operatorname{sign}(-t))` with the sign of a tie (:math:`|t_i| \le`
+    ``atol``) taken as 0, as in the paper (:math:`t = 0`: :math:`L^T b`). Later
+    steps use :math:`\operatorname{sign}` with ties resolved like the descriptor
+    (:func:`lbdviewer.operators.sign_with_ties`), so a row whose bits are those
+    of a flat patch is already consistent at the flat start: it is frozen there
+    from the outset. Then :math:`x^{(i+1)} = P_S\big(W^T H_K(W a^{(i+1)})\big)` with
     :math:`H_K` keeping the :math:`K` largest magnitudes (ties in index order).
     A row whose iterate does not change (an exact fixed point, which repeats
     forever) is frozen and costs nothing afterwards; the generator ends when
@@ -312,16 +318,24 @@ class BIHT(BatchedSolver):
         n_rows = self.bits.shape[0]
         dtype = np.float64 if self.backend == "reference" else np.float32
         x = flat_start(self.constraint, n_rows, self.n, dtype)
+        # L x0 = 0 exactly in exact arithmetic: the margins are -t (ties where t = 0).
+        margins = np.zeros(self.m) if self.thresholds is None else -self.thresholds
+        lx = np.repeat(margins.astype(np.float64 if self._cells is not None else dtype)[None], n_rows, axis=0)
         if self._cells is None:
-            run = _Run(x, np.zeros((n_rows, self.m), dtype=dtype), np.ones(n_rows, dtype=bool))
+            run = _Run(x, lx, np.ones(n_rows, dtype=bool))
         else:
             cells = flat_start(self.constraint, n_rows, self._cells.counts.size, np.float64)
-            run = _Run(x, np.zeros((n_rows, self.m)), np.ones(n_rows, dtype=bool), cells)
-        # L x0 = 0 exactly in exact arithmetic: every bit reads as a tie.
-        tie = 1 if self.tie_positive else -1
-        run.inconsistent = np.count_nonzero(self.bits != tie, axis=1).astype(np.int64)
+            run = _Run(x, lx, np.ones(n_rows, dtype=bool), cells)
+        start_bits = sign_with_ties(margins, tie_positive=self.tie_positive, atol=self.atol)
+        run.inconsistent = np.count_nonzero(self.bits != start_bits, axis=1).astype(np.int64)
         run.active = run.inconsistent > 0
         return run
+
+    @property
+    def _kernel_thresholds(self):
+        """``t`` as the fused kernels take it (empty when there are none: no work for them)."""
+        dtype = np.float64 if self._cells is not None else np.float32
+        return np.zeros(0, dtype=dtype) if self.thresholds is None else self.thresholds.astype(dtype)
 
     def _snapshot(self, run, finished):
         x = run.x.reshape((run.x.shape[0],) + self.domain_shape)
@@ -342,14 +356,15 @@ class BIHT(BatchedSolver):
                 biht_cell_rows, run.active, run.cells, run.x, run.lx, self.bits, run.active,
                 run.iterations_run, run.inconsistent, n_steps, run.iteration == 0, self.step / 2,
                 CONSTRAINT_CODES[self.constraint], 1 if self.tie_positive else -1, self.atol,
-                self._cells.arrays,
+                self._kernel_thresholds, self._cells.arrays,
             )
             return
         run_rows(
             biht_rows, run.active, run.x, run.lx, self.bits, run.active, run.iterations_run, run.inconsistent,
             n_steps, run.iteration == 0, np.float32(self.step / 2), self.k,
             CONSTRAINT_CODES[self.constraint], *self._grid,
-            self.transform_kind == "haar", 1 if self.tie_positive else -1, self.atol, self._factors.arrays,
+            self.transform_kind == "haar", 1 if self.tie_positive else -1, self.atol, self._kernel_thresholds,
+            self._factors.arrays,
         )
 
     def _step_numpy(self, run):
@@ -359,9 +374,15 @@ class BIHT(BatchedSolver):
             self._step_reference(run)
 
     def _residual(self, bits, lx, first):
+        """``b - sign(lx)`` of the margins ``lx``; at the flat start a tie's sign is 0."""
         if first:
-            return bits.astype(lx.dtype)
+            signs = np.where(np.abs(lx) <= self.atol, 0, np.sign(lx))
+            return (bits - signs).astype(lx.dtype)
         return (bits - sign_with_ties(lx, tie_positive=self.tie_positive, atol=self.atol)).astype(lx.dtype)
+
+    def _margins(self, values):
+        """``L x - t`` from ``L x``."""
+        return values if self.thresholds is None else values - self.thresholds.astype(values.dtype)
 
     def _update(self, run, rows, new_x, new_lx_of):
         first = run.iteration == 0 and run.iterations_run[rows].max() == 0
@@ -371,7 +392,7 @@ class BIHT(BatchedSolver):
         moving = rows[~same]
         if moving.size:
             run.x[moving] = new_x[~same]
-            run.lx[moving] = new_lx_of(new_x[~same])
+            run.lx[moving] = self._margins(new_lx_of(new_x[~same]))
             s = sign_with_ties(run.lx[moving], tie_positive=self.tie_positive, atol=self.atol)
             run.inconsistent[moving] = np.count_nonzero(s != self.bits[moving], axis=1)
 

@@ -7,13 +7,15 @@ objective moves it across the whole image at once. :class:`SignConsistency`
 minimises
 
 .. math::
-    \\sum_i \\big[\\delta_i - b_i (A x)_i\\big]_+^2
+    \\sum_i \\big[\\delta_i - b_i (A x - t)_i\\big]_+^2
     \\;+\\; \\mu \\sum_{q} \\sqrt{|\\nabla x|_q^2 + \\varepsilon^2}
     \\quad\\text{subject to}\\quad x \\in [0, 1]^{H \\times W},
 
-a one-sided squared hinge that is zero exactly when every bit is reproduced
-(with a margin ``delta`` on the strict side of each test and none on the side
-that takes ties, so flat areas that produced tie bits can stay flat), plus a
+a one-sided squared hinge that is zero exactly when every bit
+:math:`b = \\operatorname{sign}(A p - t)` is reproduced (:math:`t`: the
+operator's thresholds, 0 but for BEBLID and TEBLID; with a margin ``delta`` on
+the strict side of each test and none on the side that takes ties, so flat
+areas that produced tie bits can stay flat), plus a
 smoothed total variation that fills regions between edges. A projected
 L-BFGS handles the box (SciPy's L-BFGS-B spends ~80 ms an iteration on its
 breakpoint search at 512 x 512, several times the objective itself). Bits
@@ -140,6 +142,19 @@ def _projected_step(x, direction, step, gradient, out):
         out[i] = min(max(x[i] + step * direction[i], 0.0), 1.0)
         slope += gradient[i] * (out[i] - x[i])
     return slope
+
+
+def operator_margins(operator, x):
+    """``A x - t``: ``operator.margins(x)`` if it has them (:class:`lbdviewer.joint.JointOperator`), else ``A x``.
+
+    Examples
+    --------
+    >>> from lbdviewer.testing import MatrixOperator
+    >>> operator_margins(MatrixOperator([[1.0, -1.0]]), np.array([0.75, 0.25])).tolist()
+    [0.5]
+    """
+    margins = getattr(operator, "margins", None)
+    return margins(x) if callable(margins) else operator.forward(x)
 
 
 def remember_pair(order, sty, yty, dots, row):
@@ -413,7 +428,7 @@ class SignConsistency:
             value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol)
             consistency = agree / self.n_bits
         else:
-            values = self.operator.forward(image)
+            values = operator_margins(self.operator, image)
             positive = np.unpackbits(self.packed, axis=1, count=values.shape[-1], bitorder="little") == 1
             sign = np.where(positive, np.float32(1.0), np.float32(-1.0))
             rows = self.margin[getattr(self.operator, "site_pattern", np.zeros(len(values), dtype=int))]

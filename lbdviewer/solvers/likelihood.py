@@ -15,6 +15,8 @@ less and less. :class:`BitLikelihood` minimises
     + \lambda_h \big[\delta_i - b_i (A x)_i\big]_+^2\Big)
     \;+\; \mu\, \mathrm{TV}_\varepsilon(x), \qquad x \in [0, 1]^{H \times W},
 
+where :math:`A x` stands for the margins :math:`A x - t` of thresholded
+bits (BEBLID, TEBLID; see :class:`SignConsistency`),
 with :math:`\rho(z) = (\sqrt{1 + z^2} - z) / 2`, the negative log-likelihood
 of an algebraic sigmoid :math:`F(z) = (1 + z / \sqrt{1 + z^2}) / 2`: the
 logistic's shape (linear for :math:`z \to -\infty`, vanishing for
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbdviewer.solvers.consistency import DEFAULT_MARGIN, SignConsistency
+from lbdviewer.solvers.consistency import DEFAULT_MARGIN, SignConsistency, operator_margins
 
 DEFAULT_NOISE = 0.01
 DEFAULT_LIKELIHOOD_SMOOTHNESS = 3.0
@@ -110,7 +112,7 @@ class BitLikelihood(SignConsistency):
                 image, self._targets, self._keep_targets, self.margin, self.inverse_noise,
                 hinge_weight=self.hinge_weight, logistic_weight=self.logistic_weight, atol=self.atol)
             return value, gradient, agree / self.n_bits
-        values = np.asarray(self.operator.forward(image), dtype=np.float64)
+        values = np.asarray(operator_margins(self.operator, image), dtype=np.float64)
         positive = np.unpackbits(self.packed, axis=1, count=values.shape[-1], bitorder="little") == 1
         sign = np.where(positive, 1.0, -1.0)
         rows = getattr(self.operator, "site_pattern", np.zeros(len(values), dtype=int))

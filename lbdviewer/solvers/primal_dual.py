@@ -4,7 +4,12 @@ Solves, for every row :math:`b` (real measurements or bits) of a batch,
 
 .. math::
 
-    \min_{x \in S} \; \lambda \|Lx - b\|_1 + \|Wx\|_1 .
+    \min_{x \in S} \; \lambda \|Lx - t - b\|_1 + \|Wx\|_1
+
+for bits :math:`b = \operatorname{sign}(Lp - t)` (:math:`t`: the operator's
+thresholds, :func:`lbdviewer.solvers.base.thresholds_of`; 0 for the paper's
+descriptors), and with :math:`t = 0` for real measurements :math:`b = Lp`,
+which carry the thresholds' information already.
 """
 
 from __future__ import annotations
@@ -46,10 +51,11 @@ class PrimalDualL1(BatchedSolver):
     operator : object
         Linear operator :math:`L` with ``forward``, ``adjoint``, ``shape``
         ``(M, N)``, ``domain_shape`` (or ``patch_shape``); ``norm_estimate()``
-        is used when present.
+        is used when present, and its thresholds :math:`t` for bits.
     b : array_like, shape (B, M)
-        Real descriptors :math:`Lp`, or bits in {-1, +1} (the paper notes that
-        the solver also reconstructs from bits).
+        Real descriptors :math:`Lp` (as ``describe(binary=False)`` gives
+        them), or bits :math:`\operatorname{sign}(Lp - t)` in {-1, +1} (the
+        paper notes that the solver also reconstructs from bits).
     lam : float
         Data weight :math:`\lambda > 0`. Paper: 0.1.
     iterations : int
@@ -82,13 +88,14 @@ class PrimalDualL1(BatchedSolver):
 
     .. math::
 
-        r &\leftarrow \operatorname{clip}(r + \sigma(L\tilde x - b), -\lambda, \lambda)\\
+        r &\leftarrow \operatorname{clip}(r + \sigma(L\tilde x - c), -\lambda, \lambda)\\
         s &\leftarrow \operatorname{clip}(s + \sigma W\tilde x, -1, 1)\\
         x^+ &\leftarrow P_S\big(x - \tfrac{\tau}{2}(L^T r + W^T s)\big),\quad
         \tilde x \leftarrow x^+ + \theta (x^+ - x),
 
     with :math:`\tau = \sigma = 1/\Gamma`, :math:`\Gamma^2 = \|L\|^2 + 1 \ge
-    \|K\|^2`. :math:`P_S` is the exact projection
+    \|K\|^2`, and the target :math:`c = b + t` (bits) or :math:`c = b`
+    (real values): the thresholds cost nothing an iteration. :math:`P_S` is the exact projection
     (:func:`lbdviewer.projections.project_mean_box`), not the paper's
     :math:`P_{S_1} \circ P_{S_2}`. :math:`L\tilde x` and :math:`W\tilde x` come
     by linearity from :math:`Lx^+` and :math:`Wx^+`, which the objective needs
@@ -126,6 +133,8 @@ class PrimalDualL1(BatchedSolver):
             binary = bool(values.size) and bool(np.all((values == 1) | (values == -1)))
         self.binary = bool(binary)
         self.b = check_data("b", values, self.m, binary=self.binary).astype(np.float32)
+        shift = self.thresholds is not None and self.binary
+        self._target = self.b + self.thresholds.astype(np.float32) if shift else self.b  # c = b + t
         self.lam = check_positive("lam", lam)
         if isinstance(theta, bool) or not 0.0 <= theta <= 1.0:
             raise ValueError(f"theta must be in [0, 1], got {theta!r}")
@@ -153,7 +162,7 @@ class PrimalDualL1(BatchedSolver):
         # All rows start at one point: map it once, so that no start depends on the batch.
         lx, wx = (np.repeat(v, x.shape[0], axis=0) for v in self._apply(x[:1]))
         run = _Run(x, lx, wx, self.m)
-        run.objective = self._objective(run.lx, run.wx, self.b)
+        run.objective = self._objective(run.lx, run.wx, self._target)
         return run
 
     def _objective(self, lx, wx, b):
@@ -163,7 +172,8 @@ class PrimalDualL1(BatchedSolver):
     def _snapshot(self, run, finished):
         consistency = None
         if self.binary:
-            s = sign_with_ties(run.lx, tie_positive=self.tie_positive)
+            margins = run.lx if self.thresholds is None else run.lx - self.thresholds
+            s = sign_with_ties(margins, tie_positive=self.tie_positive)
             consistency = frozen_copy(np.mean(s == self.b, axis=1))
         return SolverState(
             iteration=run.iteration,
@@ -177,7 +187,7 @@ class PrimalDualL1(BatchedSolver):
 
     def _advance_fused(self, run, n_steps):
         run_rows(
-            _primal_dual_rows, run.active, run.x, run.lx, run.wx, run.lx_bar, run.wx_bar, run.r, run.s, self.b,
+            _primal_dual_rows, run.active, run.x, run.lx, run.wx, run.lx_bar, run.wx_bar, run.r, run.s, self._target,
             run.active, run.iterations_run, run.objective, n_steps,
             np.float32(self.lam), np.float32(self.sigma), np.float32(self.tau / 2),
             np.float32(self.theta), CONSTRAINT_CODES[self.constraint], *self._grid,
@@ -187,7 +197,7 @@ class PrimalDualL1(BatchedSolver):
     def _step_numpy(self, run):
         """One iteration of the batched (float32) or reference (float64) path."""
         rows = np.flatnonzero(run.active)
-        x, b = run.x[rows], self.b[rows].astype(run.x.dtype)
+        x, b = run.x[rows], self._target[rows].astype(run.x.dtype)
         t = x.dtype.type
         r = np.clip(run.r[rows] + t(self.sigma) * (run.lx_bar[rows] - b), -t(self.lam), t(self.lam))
         s = np.clip(run.s[rows] + t(self.sigma) * run.wx_bar[rows], -1, 1).astype(x.dtype)

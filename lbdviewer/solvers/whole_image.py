@@ -29,7 +29,7 @@ import numpy as np
 from lbdviewer._validation import check_fraction, check_iterations
 from lbdviewer.joint import JointOperator
 from lbdviewer.sites import coarser_grid
-from lbdviewer.solvers.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency
+from lbdviewer.solvers.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency, operator_margins
 from lbdviewer.solvers.likelihood import DEFAULT_LIKELIHOOD_SMOOTHNESS, DEFAULT_NOISE, BitLikelihood
 from lbdviewer.solvers.state import SolverState, frozen_copy
 from lbdviewer.wavelets import haar_adjoint_inplace, haar_forward_inplace
@@ -299,7 +299,7 @@ class JointLikelihood(_Solver):
 
 
 def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
-    """Packed mask (uint8, ``(S, ceil(M / 8))``) of the tests whose ``|A x|`` exceeds ``factor`` times its median.
+    """Packed mask (uint8, ``(S, ceil(M / 8))``) of the tests whose ``|A x - t|`` exceeds ``factor`` times its median.
 
     The median comes from ``MEDIAN_SITES`` evenly spaced sites; the
     differences are computed ``chunk`` sites at a time (bounds memory at
@@ -319,11 +319,11 @@ def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
 
     def differences(rows):
         patterns = unique[0] if len(unique) == 1 else [unique[i] for i in operator.site_pattern[rows]]
-        return np.abs(JointOperator(operator.domain_shape, sites[rows], patterns).forward(x))
+        return np.abs(operator_margins(JointOperator(operator.domain_shape, sites[rows], patterns), x))
 
     sample = np.unique(np.linspace(0, n_sites - 1, min(n_sites, MEDIAN_SITES)).astype(np.int64))
     if n_sites <= chunk:  # one pass of the operator itself
-        values = np.abs(operator.forward(x))
+        values = np.abs(operator_margins(operator, x))
         return np.packbits(values > factor * float(np.median(values[sample])), axis=1, bitorder="little")
     threshold = factor * float(np.median(differences(sample)))
     out = np.empty((n_sites, (operator.m + 7) // 8), dtype=np.uint8)
@@ -334,13 +334,17 @@ def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
 
 
 class FlatRange:
-    """A :class:`JointOperator` seen as one ``(S M) x (H W)`` matrix (for :class:`PrimalDualL1`)."""
+    """A :class:`JointOperator` seen as one ``(S M) x (H W)`` matrix (for :class:`PrimalDualL1`).
+
+    ``thresholds`` are every site's, flat ``(S M,)``.
+    """
 
     def __init__(self, joint):
         self.joint = joint
         self.shape = joint.shape
         self.domain_shape = joint.domain_shape
         self.pattern = joint.patterns[0]
+        self.thresholds = joint.site_thresholds().ravel()
 
     def forward(self, x):
         out = self.joint.forward(x)
