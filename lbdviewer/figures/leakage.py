@@ -54,16 +54,18 @@ def panel_title(row):
     >>> from types import SimpleNamespace
     >>> row = SimpleNamespace(descriptor="orb", keypoints=500, correlation=0.7234, coverage=0.412,
     ...                       lines_read=3, lines_total=4, error=None)
-    >>> panel_title(row)
+    >>> panel_title(row).replace("\u00a0", " ")
     'ORB, 500 kp: r = 0.72, coverage 41 %, OCR 3/4 lines'
     """
     if row.error:
         return f"{row.descriptor.upper()}: not inverted"
     if row.keypoints == 0:
         return f"{row.descriptor.upper()}: no keypoint kept"
-    ocr = "OCR -" if row.lines_read is None else f"OCR {row.lines_read}/{row.lines_total} lines"
-    correlation = "r = -" if not np.isfinite(row.correlation) else f"r = {row.correlation:.2f}"
-    return f"{row.descriptor.upper()}, {row.keypoints} kp: {correlation}, coverage {100 * row.coverage:.0f} %, {ocr}"
+    ocr = "OCR\u00a0-" if row.lines_read is None else f"OCR\u00a0{row.lines_read}/{row.lines_total}\u00a0lines"
+    correlation = "r\u00a0=\u00a0-" if not np.isfinite(row.correlation) else f"r\u00a0=\u00a0{row.correlation:.2f}"
+    # no-break spaces: a wrapped title never splits a number from its unit
+    coverage = f"coverage\u00a0{100 * row.coverage:.0f}\u00a0%"
+    return f"{row.descriptor.upper()}, {row.keypoints}\u00a0kp: {correlation}, {coverage}, {ocr}"
 
 
 def table_rows(rows):

@@ -8,7 +8,7 @@ import pytest
 
 import lbdviewer.figures.leakage as leakage_figure
 from lbdviewer.display import display_stretch
-from lbdviewer.figures import FIGURES, render_figure, write_figure
+from lbdviewer.figures import FIGURES, Panel, render_figure, write_figure
 from lbdviewer.leakage import LeakRow
 from lbdviewer.records import read_sidecar
 
@@ -35,7 +35,7 @@ def rows():
 def test_the_original_comes_first_then_one_panel_per_descriptor_by_the_display_rule(rows):
     image = np.linspace(0, 1, 48 * 48).reshape(48, 48)
     spec, display = leakage_figure.leakage_spec(image, rows, source_name="ramp", n_keypoints=500)
-    panels = [panel for row in spec.rows for panel in row]
+    panels = [Panel(panel.image, title=panel.title.replace("\u00a0", " ")) for row in spec.rows for panel in row]
     assert spec.kind == "leakage" and len(panels) == 1 + len(rows)
     assert all(len(row) <= leakage_figure.PER_ROW for row in spec.rows)
     assert panels[0].title == "original: ramp" and np.allclose(panels[0].image, image)
