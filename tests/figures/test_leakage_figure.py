@@ -78,7 +78,8 @@ def test_write_figure_writes_the_figure_its_record_with_the_table_and_the_csv(ro
     assert "leakage" in FIGURES
     written = write_figure(tmp_path, "leakage", quick=True, formats=("png",), dpi=72)
     assert sorted(path.name for path in written.values()) == ["leakage.csv", "leakage.json", "leakage.png"]
-    assert seen["n_keypoints"] == leakage_figure.QUICK_KEYPOINTS and seen["iterations"] == leakage_figure.QUICK_ITERATIONS
+    assert seen["n_keypoints"] == leakage_figure.QUICK_KEYPOINTS
+    assert seen["iterations"] == leakage_figure.QUICK_ITERATIONS
     assert seen["ocr"] is False and seen["shape"] == (leakage_figure.QUICK_CROP[3],) * 2
     record = read_sidecar(written["json"])
     assert record["kind"] == "figure:leakage" and record["parameters"]["quick"] is True
