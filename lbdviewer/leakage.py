@@ -116,7 +116,7 @@ def ocr_text(image, *, psm=6):
     return result.stdout
 
 
-def _invert_through_file(image, descriptor, n_keypoints, folder):
+def _invert_through_file(image, descriptor, n_keypoints, folder, iterations=None):
     """Extract, write, read back and invert: ``(features, result, file size)``."""
     from lbdviewer.commands.extract import extract_features
     from lbdviewer.inversion import invert_features
@@ -124,10 +124,10 @@ def _invert_through_file(image, descriptor, n_keypoints, folder):
     path = Path(folder) / f"{descriptor}.npz"
     save_features(path, extract_features(image, descriptor, n_keypoints=n_keypoints))
     features = load_features(path)
-    return features, invert_features(features), path.stat().st_size
+    return features, invert_features(features, iterations=iterations), path.stat().st_size
 
 
-def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK_TITLES, ocr=True):
+def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK_TITLES, ocr=True, iterations=None):
     """Score what ``descriptor``'s feature file of ``image`` gives away.
 
     Parameters
@@ -144,6 +144,8 @@ def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK
         Its lines.
     ocr : bool
         Read text (when tesseract is installed).
+    iterations : int, optional
+        Solver iterations (default: the solver's; fewer for previews).
 
     Returns
     -------
@@ -155,10 +157,10 @@ def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK
         raise ValueError(f"descriptor must be one of {DESCRIPTORS}, got {descriptor!r}")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        features, result, size = _invert_through_file(image, descriptor, n_keypoints, folder)
+        features, result, size = _invert_through_file(image, descriptor, n_keypoints, folder, iterations)
         read = None
         if ocr and text_image is not None:
-            _, text_result, _ = _invert_through_file(text_image, descriptor, n_keypoints, folder)
+            _, text_result, _ = _invert_through_file(text_image, descriptor, n_keypoints, folder, iterations)
             text = ocr_text(display_stretch(text_result.image, mask=text_result.covered).image)
             read = None if text is None else lines_read(text, titles)[0]
     metrics = image_metrics(image, result.image, mask=result.covered) if result.covered.any() else {}

@@ -7,11 +7,16 @@ the image is rebuilt from it alone (joint, defaults):
 :func:`lbdviewer.leakage.compare_descriptors`. Legibility is the number of
 title lines tesseract reads back from the reconstruction of the
 ``book-titles`` sample's own feature file. Prints a Markdown table, most
-correlated first, and writes ``OUTDIR/leakage.json`` (every row) and one PNG
-per descriptor (the reconstruction, by the display rule of
-:func:`lbdviewer.display.display_stretch`).
+correlated first, and writes ``OUTDIR/leakage.json`` (every row),
+``OUTDIR/leakage.csv`` and one PNG per descriptor (the reconstruction, by the
+display rule of :func:`lbdviewer.display.display_stretch`).
+
+``--record PATH`` prints the table of a ``leakage`` figure already made
+(``lbdviewer figures OUTDIR --only leakage``, or the README gallery's
+``resources/docs/gallery/leakage.json``) from its run record, computing nothing.
 
 Usage: ``python scripts/leakage.py [OUTDIR] [--image astronaut] [--keypoints 500] [--descriptors ...] [--no-ocr]``
+       ``python scripts/leakage.py --record resources/docs/gallery/leakage.json``
 """
 
 from __future__ import annotations
@@ -19,11 +24,25 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from lbdviewer.display import display_stretch
 from lbdviewer.features import DESCRIPTORS
-from lbdviewer.io import library_versions, sample_image, save_json, save_png
+from lbdviewer.figures.leakage import leakage_csv, table_rows
+from lbdviewer.io import atomic_write, library_versions, sample_image, save_json, save_png
 from lbdviewer.leakage import BOOK_TITLES, compare_descriptors, table
+from lbdviewer.records import read_sidecar
+
+
+def print_record(path):
+    """Print the table of a ``leakage`` figure's run record (null scores shown as NaN)."""
+    record = read_sidecar(path)
+    parameters = record["parameters"]
+    print(f"{record['source']['name']}, {parameters['keypoints']} keypoints (ORB's detector), "
+          f"quick {parameters['quick']}, from {path}\n")
+    rows = [SimpleNamespace(**{key: float("nan") if value is None and key in ("correlation", "bit_consistency")
+                               else value for key, value in entry.items()}) for entry in record["extra"]["table"]]
+    print(table(rows))
 
 
 def main(argv=None):
@@ -33,7 +52,11 @@ def main(argv=None):
     parser.add_argument("--keypoints", type=int, default=500)
     parser.add_argument("--descriptors", nargs="+", default=list(DESCRIPTORS), choices=DESCRIPTORS)
     parser.add_argument("--no-ocr", action="store_true", help="skip the legibility column")
+    parser.add_argument("--record", type=Path, help="print the table of this leakage figure's record instead")
     args = parser.parse_args(argv)
+    if args.record is not None:
+        print_record(args.record)
+        return 0
     outdir = Path(args.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     rows = compare_descriptors(sample_image(args.image), args.descriptors, n_keypoints=args.keypoints,
@@ -45,6 +68,7 @@ def main(argv=None):
         save_png(outdir / f"{row.descriptor}.png", display_stretch(row.reconstruction, mask=row.covered).image)
     save_json(outdir / "leakage.json", {"image": args.image, "keypoints": args.keypoints, "titles": BOOK_TITLES,
                                         "rows": [row.as_dict() for row in rows], "versions": library_versions()})
+    atomic_write(outdir / "leakage.csv", leakage_csv(table_rows(rows)).encode("utf-8"))
     return 0
 
 

@@ -4,7 +4,8 @@ Each figure is written as ``OUTDIR/NAME.png`` (its dpi recorded), ``NAME.pdf``
 (TrueType text: searchable and editable) and/or ``NAME.svg``, beside
 ``NAME.json``, the run record of what was computed (solvers actually run,
 iterations, metrics, seconds, image sources with their SHA-256, versions);
-see :mod:`lbdviewer.figures.paper` for the list. ``--quick`` uses small
+see :mod:`lbdviewer.figures.paper` for the list (``leakage`` also writes
+``NAME.csv``, its table). ``--quick`` uses small
 crops and few iterations (seconds instead of minutes; the record says so).
 """
 
@@ -21,7 +22,7 @@ from lbdviewer.commands._args import command_doc
 # `lbdviewer` starts without importing matplotlib, which also creates its configuration and cache folders:
 # lbdviewer.figures is imported only when the figures command runs or its options are parsed.
 FIGURE_NAMES = ("frame-vectors", "weight-maps", "measurements-128", "zero-overlap", "offsets", "fast-real",
-                "fast-binary", "detail")
+                "fast-binary", "detail", "leakage")
 FORMATS = ("png", "pdf", "svg")
 WIDTHS = {"single": 3.5, "double": 7.16}
 DEFAULT_DPI = 300

@@ -16,7 +16,8 @@ Figure kinds of the app (:mod:`lbdviewer.figures.kinds`)
     :func:`whole_image_figure`, :func:`families_figure` — pure functions of
     arrays and metadata returning a :class:`FigureSpec`.
 The paper's set (:mod:`lbdviewer.figures.paper`)
-    :data:`FIGURES`, :func:`make_figure`, :func:`write_figure`.
+    :data:`FIGURES`, :func:`make_figure`, :func:`write_figure`; the ``leakage``
+    comparison of descriptors is in :mod:`lbdviewer.figures.leakage`.
 
 The run record written beside each figure is built by :mod:`lbdviewer.records`
 from what ran; images are shown by the one rule of :mod:`lbdviewer.display`.
@@ -43,19 +44,29 @@ from lbdviewer.figures.engine import (DEFAULT_DPI, DEFAULT_FORMATS, DIVERGING, F
                                       Segments, render_figure, run_title, save_figure)
 from lbdviewer.figures.kinds import (families_figure, live_figure, maps_figure, patch_pattern_figure,
                                      whole_image_figure)
+from lbdviewer.figures.leakage import leakage_csv
 from lbdviewer.figures.paper import FIGURES, make_figure
+from lbdviewer.io import atomic_write
 
 
 def write_figure(folder, name, *, quick=False, formats=DEFAULT_FORMATS, dpi=DEFAULT_DPI, width="double"):
     """Make the paper's figure ``name`` and write ``folder/NAME.{png,pdf,svg}`` and ``folder/NAME.json``.
 
+    A figure whose record holds a table (``extra["table"]``, e.g. ``leakage``)
+    also gets it as ``folder/NAME.csv``.
+
     Returns
     -------
     dict
-        ``{format: path}`` of the files written, and ``"json"``.
+        ``{format: path}`` of the files written, and ``"json"`` (and ``"csv"``).
     """
     spec, record = make_figure(name, quick=quick)
-    return save_figure(spec, Path(folder) / name, formats=formats, dpi=dpi, width=width, record=record)
+    written = save_figure(spec, Path(folder) / name, formats=formats, dpi=dpi, width=width, record=record)
+    table = (record.get("extra") or {}).get("table")
+    if table is not None:
+        written["csv"] = Path(folder) / f"{name}.csv"
+        atomic_write(written["csv"], leakage_csv(table).encode("utf-8"))
+    return written
 
 
 __all__ = ["DEFAULT_DPI", "DEFAULT_FORMATS", "DIVERGING", "FIGURES", "FORMATS", "WIDTHS", "Circles", "FigureSpec", "Panel",

@@ -11,6 +11,7 @@ name                   what it shows (paper figure)
 ``fast-real``          real-valued BRIEF on FAST keypoints; patchwise and joint (Fig. 9)
 ``fast-binary``        binary BRIEF and FREAK on FAST keypoints; patchwise and joint (Fig. 10)
 ``detail``             BRIEF against FREAK on enlarged details, offset 8 (Fig. 11)
+``leakage``            each library descriptor's feature file of one photo, inverted and scored
 =====================  =================================================================
 
 Every reconstruction is shown by the one display rule (:mod:`lbdviewer.display`):
@@ -27,6 +28,7 @@ import numpy as np
 from lbdviewer.display import display_original, display_stretch
 from lbdviewer.figures.engine import DIVERGING, FigureSpec, Panel, run_title
 from lbdviewer.figures.kinds import CANNY_THRESHOLDS, edge_overlay, maps_figure
+from lbdviewer.figures.leakage import leakage_figure
 from lbdviewer.io import sample_image
 from lbdviewer.metrics import image_metrics
 from lbdviewer.operators import DescriptorOperator
@@ -274,6 +276,7 @@ FIGURES = {
     "fast-real": fast_real_figure,
     "fast-binary": fast_binary_figure,
     "detail": detail_figure,
+    "leakage": leakage_figure,
 }
 
 

@@ -1,0 +1,162 @@
+"""The ``leakage`` figure: which descriptor's feature file gives away most of one image.
+
+For each descriptor of :data:`lbdviewer.features.DESCRIPTORS`, the library
+describes the image at its default settings, the feature file is written,
+read back and inverted (:func:`lbdviewer.leakage.compare_descriptors`). The
+figure shows the original first, then one panel per descriptor, most
+correlated first: the reconstruction from its feature file alone, shown by the
+one display rule (:func:`lbdviewer.display.display_stretch`, mean and spread
+matched to the original over the covered pixels; uncovered pixels black),
+titled with the descriptor, the keypoints kept, the correlation ``r`` over the
+covered pixels, the coverage and the title lines tesseract read from the
+reconstruction of the ``book-titles`` sample's own feature file. A descriptor
+lbdviewer cannot invert is a black panel that says so. The table of every
+row (:func:`table_rows`) goes into the record's ``extra["table"]`` and into
+``leakage.csv`` beside the figure (:func:`leakage_csv`).
+
+:func:`leakage_spec` assembles the figure from rows alone (no inversion), so
+it is tested on synthetic rows; :func:`leakage_figure` runs the comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+
+from lbdviewer.display import display_original, display_stretch
+from lbdviewer.features import DESCRIPTORS
+from lbdviewer.figures.engine import FigureSpec, Panel
+from lbdviewer.io import sample_image
+from lbdviewer.leakage import BOOK_TITLES, compare_descriptors
+from lbdviewer.records import image_source, run_record
+
+#: The photo of the full figure, and ORB's detector's default keypoint count.
+IMAGE = "astronaut"
+KEYPOINTS = 500
+#: ``--quick``: a crop of the camera photo, few keypoints, few iterations, no OCR.
+QUICK_CROP = ("camera", 96, 176, 160)
+QUICK_KEYPOINTS = 60
+QUICK_ITERATIONS = 20
+#: Panels a row (the original and eight descriptors make three rows of three).
+PER_ROW = 3
+#: The columns of the table, in order (:meth:`lbdviewer.leakage.LeakRow.as_dict`).
+COLUMNS = ("descriptor", "keypoints", "n_bits", "file_bytes", "correlation", "coverage", "bit_consistency",
+           "lines_read", "lines_total", "seconds", "error")
+
+
+def panel_title(row):
+    """The title of one descriptor's panel.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> row = SimpleNamespace(descriptor="orb", keypoints=500, correlation=0.7234, coverage=0.412,
+    ...                       lines_read=3, lines_total=4, error=None)
+    >>> panel_title(row).replace("\u00a0", " ")
+    'ORB, 500 kp: r = 0.72, coverage 41 %, OCR 3/4 lines'
+    """
+    if row.error:
+        return f"{row.descriptor.upper()}: not inverted"
+    if row.keypoints == 0:
+        return f"{row.descriptor.upper()}: no keypoint kept"
+    ocr = "OCR\u00a0-" if row.lines_read is None else f"OCR\u00a0{row.lines_read}/{row.lines_total}\u00a0lines"
+    correlation = "r\u00a0=\u00a0-" if not np.isfinite(row.correlation) else f"r\u00a0=\u00a0{row.correlation:.2f}"
+    # no-break spaces: a wrapped title never splits a number from its unit
+    coverage = f"coverage\u00a0{100 * row.coverage:.0f}\u00a0%"
+    return f"{row.descriptor.upper()}, {row.keypoints}\u00a0kp: {correlation}, {coverage}, {ocr}"
+
+
+def table_rows(rows):
+    """The scores of ``rows`` as plain dicts, in :data:`COLUMNS` order (no arrays)."""
+    return [{name: row.as_dict()[name] for name in COLUMNS} for row in rows]
+
+
+def leakage_csv(entries):
+    """The table (:func:`table_rows`, or a record's ``extra["table"]``) as CSV text (NaN and None as empty cells).
+
+    Examples
+    --------
+    >>> print(leakage_csv([]).strip())
+    descriptor,keypoints,n_bits,file_bytes,correlation,coverage,bit_consistency,lines_read,lines_total,seconds,error
+    """
+    def cell(value):
+        if value is None or (isinstance(value, float) and not np.isfinite(value)):
+            return ""
+        return f"{value:.4f}" if isinstance(value, float) else value
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for entry in entries:
+        writer.writerow([cell(entry.get(name)) for name in COLUMNS])
+    return buffer.getvalue()
+
+
+def leakage_spec(image, rows, *, source_name, n_keypoints, quick=False):
+    """Assemble the figure from the original and the rows of :func:`~lbdviewer.leakage.compare_descriptors`.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W)
+        The original, ``[0, 1]``.
+    rows : sequence of LeakRow
+        In the order to show (most correlated first).
+    source_name : str
+        What ``image`` is (for the original's title and the caption).
+    n_keypoints : int
+        Keypoints the detector was asked for.
+    quick : bool
+        Say in the caption that it is a preview.
+
+    Returns
+    -------
+    (FigureSpec, dict)
+        The spec, and ``{descriptor: display record}`` of each reconstruction shown.
+    """
+    panels = [Panel(display_original(image).image, title=f"original: {source_name}")]
+    display = {}
+    for row in rows:
+        if row.error or not row.covered.any():
+            panels.append(Panel(np.zeros(np.shape(image)), title=panel_title(row)))
+            continue
+        shown = display_stretch(row.reconstruction, mask=row.covered, reference=image)
+        display[row.descriptor] = shown.record()
+        panels.append(Panel(shown.image, title=panel_title(row)))
+    not_inverted = [row.descriptor.upper() for row in rows if row.error]
+    legibility = ("legibility not measured (quick)" if quick else
+                  f"OCR: of the {len(BOOK_TITLES)} title lines of the book-titles sample, how many tesseract reads "
+                  f"from the reconstruction of that sample's own feature file (shown by the same rule)")
+    caption = (f"Which descriptor leaks most? {source_name}: each library describes it at its default settings "
+               f"(ORB's detector, up to {n_keypoints} keypoints), the feature file is written, read back and "
+               f"inverted alone (joint solve); most correlated first. Titles: keypoints kept (kp), Pearson "
+               f"correlation r with the original over the covered pixels, coverage (share of pixels some "
+               f"keypoint's patch covers; the rest black), {legibility}. Reconstructions shown with the gain and "
+               f"offset fitted to the original, mean and spread matched."
+               + (f" Not inverted yet: {', '.join(not_inverted)}." if not_inverted else "")
+               + (" Quick preview: a crop, few keypoints and iterations." if quick else ""))
+    grid = [panels[start:start + PER_ROW] for start in range(0, len(panels), PER_ROW)]
+    return FigureSpec(kind="leakage", rows=tuple(tuple(row) for row in grid), caption=caption), display
+
+
+def leakage_figure(*, quick=False):
+    """Every descriptor's feature file of one image, inverted and scored (see the module notes)."""
+    if quick:
+        name, top, left, side = QUICK_CROP
+        image = sample_image(name)[top:top + side, left:left + side]
+        source = image_source(name, image, crop=(top, left, side, side))
+        n_keypoints, iterations, text = QUICK_KEYPOINTS, QUICK_ITERATIONS, None
+    else:
+        name, image = IMAGE, sample_image(IMAGE)
+        source = image_source(name, image)
+        n_keypoints, iterations, text = KEYPOINTS, None, sample_image("book-titles")
+    rows = compare_descriptors(image, DESCRIPTORS, n_keypoints=n_keypoints, text_image=text, titles=BOOK_TITLES,
+                               ocr=text is not None, iterations=iterations)
+    spec, display = leakage_spec(image, rows, source_name=source["name"], n_keypoints=n_keypoints, quick=quick)
+    record = run_record("figure:leakage", source=source, display=display,
+                        parameters={"quick": bool(quick), "keypoints": n_keypoints, "iterations": iterations,
+                                    "descriptors": list(DESCRIPTORS), "titles": list(BOOK_TITLES),
+                                    "mode": "joint"},
+                        extra={"table": table_rows(rows)}, seconds=sum(row.seconds for row in rows))
+    return spec, record
