@@ -156,6 +156,33 @@ def _int_node(tree, key, name, default):
     return value
 
 
+def _one_of(first, second, *, missing, conflict):
+    """``first``, or ``second`` when ``first`` is None: two sources of one setting that must agree.
+
+    Raises
+    ------
+    ValueError
+        With ``missing`` when both are None, with ``conflict`` when both are
+        given and differ.
+
+    Examples
+    --------
+    >>> _one_of(None, "orb", missing="say which", conflict="they differ")
+    'orb'
+    >>> _one_of("orb", "freak", missing="say which", conflict="they differ")
+    Traceback (most recent call last):
+    ...
+    ValueError: they differ
+    """
+    if first is None:
+        if second is None:
+            raise ValueError(missing)
+        return second
+    if second is not None and first != second:
+        raise ValueError(conflict)
+    return first
+
+
 def load(path, *, descriptor=None, image_shape=None, max_pixels=None, max_keypoints=None):
     """Read keypoints and descriptors from a FileStorage file as a :class:`~lbdviewer.features.FeatureSet`.
 
@@ -213,13 +240,10 @@ def load(path, *, descriptor=None, image_shape=None, max_pixels=None, max_keypoi
         raise ValueError(f"FileStorage file {name!r} holds {len(table)} keypoints but {codes.shape[0]} "
                          "descriptor rows")
     kind = _text_node(tree, "descriptor", name)
-    if kind is None:
-        if descriptor is None:
-            raise ValueError(f"FileStorage file {name!r} does not say which descriptor wrote it: give it "
-                             f"(--descriptor, one of {', '.join(DESCRIPTORS)})")
-        kind = descriptor
-    elif descriptor is not None and descriptor != kind:
-        raise ValueError(f"FileStorage file {name!r} holds {kind} descriptors, not {descriptor!r} as given")
+    kind = _one_of(kind, descriptor,
+                   missing=f"FileStorage file {name!r} does not say which descriptor wrote it: give it "
+                           f"(--descriptor, one of {', '.join(DESCRIPTORS)})",
+                   conflict=f"FileStorage file {name!r} holds {kind} descriptors, not {descriptor!r} as given")
     if kind not in DESCRIPTORS:
         raise ValueError(f"FileStorage file {name!r}: unknown descriptor {kind!r}; expected one of {DESCRIPTORS}")
     if "image_width" in tree or "image_height" in tree:
@@ -359,11 +383,8 @@ def save(path, features, *, fmt=None):
 
     validate(features)
     suffix_format = format_of(path)
-    if fmt is None:
-        if suffix_format is None:
-            raise ValueError(f"cannot tell the FileStorage format of {os.fspath(path)!r}: use a suffix of "
-                             f"{tuple(SUFFIXES)}")
-        fmt = suffix_format
-    elif suffix_format is not None and fmt != suffix_format:
-        raise ValueError(f"format {fmt!r} contradicts the suffix of {os.fspath(path)!r} ({suffix_format})")
+    fmt = _one_of(fmt, suffix_format,
+                  missing=f"cannot tell the FileStorage format of {os.fspath(path)!r}: use a suffix of "
+                          f"{tuple(SUFFIXES)}",
+                  conflict=f"format {fmt!r} contradicts the suffix of {os.fspath(path)!r} ({suffix_format})")
     return atomic_write(path, dumps(features, fmt).encode("utf-8"))

@@ -300,6 +300,27 @@ def _skip(text, i):
     return i
 
 
+def _after_item(text, i, close, where):
+    """Index after the ``,`` that follows an item of a flow collection ending in ``close``.
+
+    At ``close`` (or the end of ``text``) the index stays where it is; any
+    other character is an error.
+    """
+    i = _skip(text, i)
+    if i < len(text) and text[i] == ",":
+        return _skip(text, i + 1)
+    if i < len(text) and text[i] != close:
+        raise ValueError(f"expected ',' or '{close}' at {text[i:i + 20]!r} {where}")
+    return i
+
+
+def _closed(text, i, opener, where):
+    """Index after the closing bracket at ``i`` of a flow collection opened by ``opener``."""
+    if i >= len(text):
+        raise ValueError(f"a '{opener}' {where} is not closed (truncated?)")
+    return i + 1
+
+
 def _flow_node(text, i, where, stop=",]}"):
     i = _skip(text, i)
     if i >= len(text):
@@ -310,14 +331,8 @@ def _flow_node(text, i, where, stop=",]}"):
         while i < len(text) and text[i] != "]":
             item, i = _flow_node(text, i, where)
             items.append(item)
-            i = _skip(text, i)
-            if i < len(text) and text[i] == ",":
-                i = _skip(text, i + 1)
-            elif i < len(text) and text[i] != "]":
-                raise ValueError(f"expected ',' or ']' at {text[i:i + 20]!r} {where}")
-        if i >= len(text):
-            raise ValueError(f"a '[' {where} is not closed (truncated?)")
-        return items, i + 1
+            i = _after_item(text, i, "]", where)
+        return items, _closed(text, i, "[", where)
     if char == "{":
         mapping, i = {}, _skip(text, i + 1)
         while i < len(text) and text[i] != "}":
@@ -329,14 +344,8 @@ def _flow_node(text, i, where, stop=",]}"):
                 raise ValueError(f"bad or duplicate key {key!r} {where}")
             value, i = _flow_node(text, i + 1, where)
             mapping[key] = _refuse_base64(value, where)
-            i = _skip(text, i)
-            if i < len(text) and text[i] == ",":
-                i = _skip(text, i + 1)
-            elif i < len(text) and text[i] != "}":
-                raise ValueError(f"expected ',' or '}}' at {text[i:i + 20]!r} {where}")
-        if i >= len(text):
-            raise ValueError(f"a '{{' {where} is not closed (truncated?)")
-        return mapping, i + 1
+            i = _after_item(text, i, "}", where)
+        return mapping, _closed(text, i, "{", where)
     if char in "\"'":
         end = i + 1
         while end < len(text) and text[end] != char:

@@ -1,4 +1,4 @@
-"""Helpers for testing operators and solvers: :func:`dot_test` and :class:`MatrixOperator`.
+"""Helpers for testing operators and solvers: :func:`dot_test`, :class:`MatrixOperator`, :func:`joint_sign_problem`.
 
 Every operator test runs :func:`dot_test` (pylops' ``dottest``): for random
 ``x`` and ``y``, :math:`\\langle A x, y\\rangle = \\langle x, A^T y\\rangle`
@@ -101,3 +101,44 @@ class _TieRule:
 
     def __init__(self, tie_positive):
         self.tie_positive = tie_positive
+
+
+def joint_sign_problem(family, *, seed=0, size=40, patch_size=16, offset=8, m=128):
+    """A small whole-image sign problem: a smooth random image, its joint operator and its bits.
+
+    The image is a random walk along rows, ``clip(cumsum(N(0, 1)) / 20 + 0.5, 0, 1)``;
+    patches of side ``patch_size`` sit on a grid of spacing ``offset``; the
+    bits are :math:`\\operatorname{sign}(L x)` with the pattern's tie rule
+    (:func:`lbdviewer.operators.sign_with_ties`, ``atol=1e-6``).
+
+    Parameters
+    ----------
+    family : str
+        Descriptor family of :func:`lbdviewer.patterns.make_pattern`.
+    seed : int
+        Seed of the image.
+    size, patch_size, offset, m : int
+        Image side, patch side, grid spacing and bits per descriptor.
+
+    Returns
+    -------
+    image : ndarray, shape (size, size)
+    op : lbdviewer.joint.JointOperator
+    bits : ndarray of int8, shape ``op.range_shape``
+
+    Examples
+    --------
+    >>> image, op, bits = joint_sign_problem("brief")
+    >>> bits.shape == op.range_shape and set(np.unique(bits)) <= {-1, 1}
+    True
+    """
+    from lbdviewer.joint import JointOperator
+    from lbdviewer.operators import sign_with_ties
+    from lbdviewer.patterns import make_pattern
+    from lbdviewer.sites import grid_sites
+
+    rng = np.random.default_rng(seed)
+    image = np.clip(np.cumsum(rng.normal(size=(size, size)), axis=1) / 20 + 0.5, 0, 1)
+    sites = grid_sites(image.shape, patch_size=patch_size, offset=offset)
+    op = JointOperator(image.shape, sites, make_pattern(family, patch_size=patch_size, m=m))
+    return image, op, sign_with_ties(op.forward(image), tie_positive=op.tie_positive, atol=1e-6)

@@ -97,11 +97,8 @@ def write_members(path, members, raw=()):
 
 
 @pytest.fixture(scope="module")
-def image_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("img") / "small.png"
-    rows, cols = np.mgrid[0:64, 0:64]
-    cv2.imwrite(str(path), (128 + 100 * np.sin(rows / 5.0) * np.cos(cols / 7.0)).astype(np.uint8))
-    return path
+def image_file(write_wave_image):
+    return write_wave_image(64)
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,8 @@ SHARED_METRICS = {"output", "shape", "bit_consistency", "bit_consistency_min_sit
 
 
 @pytest.fixture(scope="module")
-def image_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("img") / "small.png"
-    rows, cols = np.mgrid[0:96, 0:96]
-    cv2.imwrite(str(path), (128 + 100 * np.sin(rows / 5.0) * np.cos(cols / 7.0)).astype(np.uint8))
-    return path
+def image_file(write_wave_image):
+    return write_wave_image(96)
 
 
 def test_top_level_help_lists_every_command_and_the_version(capsys):

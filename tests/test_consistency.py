@@ -9,17 +9,14 @@ from lbdviewer.patterns import Pattern, make_pattern
 from lbdviewer.reconstruct import describe_sites, reconstruct_image
 from lbdviewer.solvers.whole_image import CoarseToDense, pair_separations
 from lbdviewer.sites import grid_sites
+from lbdviewer.testing import joint_sign_problem
 from lbdviewer.solvers.consistency import (FIRST_STEP, HISTORY, SignConsistency, _curvature_pass, _direction_pass,
                                            compact_coefficients, remember_pair, smoothed_total_variation)
 
 
 @pytest.fixture(scope="module")
 def problem():
-    rng = np.random.default_rng(0)
-    image = np.clip(np.cumsum(rng.normal(size=(40, 40)), axis=1) / 20 + 0.5, 0, 1)
-    sites = grid_sites(image.shape, patch_size=16, offset=8)
-    op = JointOperator(image.shape, sites, make_pattern("brief", patch_size=16, m=128))
-    return image, op, sign_with_ties(op.forward(image), atol=1e-6)
+    return joint_sign_problem("brief")
 
 
 def test_objective_decreases_and_bits_become_consistent(problem):

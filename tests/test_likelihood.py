@@ -6,6 +6,7 @@ from lbdviewer.operators import sign_with_ties
 from lbdviewer.patterns import make_pattern
 from lbdviewer.reconstruct import describe_sites, reconstruct_image
 from lbdviewer.sites import grid_sites
+from lbdviewer.testing import joint_sign_problem
 from lbdviewer.solvers.likelihood import BitLikelihood
 from lbdviewer.solvers.whole_image import JointLikelihood, decisive_bits
 
@@ -27,11 +28,7 @@ class Unfused:
 
 @pytest.fixture(scope="module")
 def problem():
-    rng = np.random.default_rng(0)
-    image = np.clip(np.cumsum(rng.normal(size=(40, 40)), axis=1) / 20 + 0.5, 0, 1)
-    sites = grid_sites(image.shape, patch_size=16, offset=8)
-    op = JointOperator(image.shape, sites, make_pattern("freak", patch_size=16, m=128))
-    return image, op, sign_with_ties(op.forward(image), tie_positive=op.tie_positive, atol=1e-6)
+    return joint_sign_problem("freak")
 
 
 @pytest.mark.parametrize("hinge_weight", [0.0, 40.0])

@@ -71,6 +71,16 @@ def command_doc(module_doc):
     return plain(module_doc.strip())
 
 
+def add_command(subparsers, name, module_doc, summary):
+    """Register subcommand ``name``: ``summary`` in the command list, :func:`command_doc` of ``module_doc`` its help."""
+    return subparsers.add_parser(name, help=summary, description=command_doc(module_doc))
+
+
+def add_output(parser, metavar, what):
+    """The required ``-o/--output`` option of a subcommand; ``what`` says what it writes."""
+    return parser.add_argument("-o", "--output", required=True, metavar=metavar, help=what)
+
+
 def _typed(convert, check, message):
     def parse(text):
         try:

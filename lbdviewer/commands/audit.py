@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 from lbdviewer import limits
-from lbdviewer.commands._args import add_limit_options, command_doc, positive_float, positive_int
+from lbdviewer.commands._args import add_command, add_limit_options, add_output, positive_float, positive_int
 from lbdviewer.features import DESCRIPTORS
 from lbdviewer.inversion import MODES
 from lbdviewer.progress import progress_bar
@@ -33,12 +33,10 @@ def _descriptors(text):
 
 def add_parser(subparsers):
     """Register the ``audit`` subcommand."""
-    parser = subparsers.add_parser("audit", help="invert the descriptors of many images or feature files; "
-                                                 "a report of what they give away",
-                                   description=command_doc(__doc__))
+    parser = add_command(subparsers, "audit", __doc__, "invert the descriptors of many images or feature files; "
+                         "a report of what they give away")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="image, feature file (.npz, .yml, .xml, .json), folder or glob")
-    parser.add_argument("-o", "--output", required=True, metavar="REPORT_DIR",
-                        help="report folder (created; an existing one is resumed)")
+    add_output(parser, "REPORT_DIR", "report folder (created; an existing one is resumed)")
     parser.add_argument("--descriptor", default="orb", metavar="NAMES",
                         help=f"comma-separated descriptors to extract from images ({', '.join(DESCRIPTORS)}; "
                              "default orb)")

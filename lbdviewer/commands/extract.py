@@ -7,7 +7,7 @@ the chosen library describes them and the result is written as a feature file
 
 from __future__ import annotations
 
-from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
+from lbdviewer.commands._args import add_command, add_limit_options, add_output, check_outputs, positive_int
 from lbdviewer.features import DESCRIPTORS, FeatureSet, save_features
 from lbdviewer.filestorage import FORMATS
 from lbdviewer.io import load_image
@@ -39,11 +39,9 @@ def extract_features(image, descriptor, *, n_keypoints=500):
 
 def add_parser(subparsers):
     """Register the ``extract`` subcommand."""
-    parser = subparsers.add_parser("extract", help="write a feature file computed by the real library",
-                                   description=command_doc(__doc__))
+    parser = add_command(subparsers, "extract", __doc__, "write a feature file computed by the real library")
     parser.add_argument("image", help="input image (PNG, JPEG, TIFF, BMP or PNM)")
-    parser.add_argument("-o", "--output", required=True, metavar="FEATURES",
-                        help="feature file to write (.npz, or OpenCV FileStorage .yml/.yaml/.xml/.json)")
+    add_output(parser, "FEATURES", "feature file to write (.npz, or OpenCV FileStorage .yml/.yaml/.xml/.json)")
     parser.add_argument("--format", choices=("npz",) + FORMATS, default=None,
                         help="file format (default: from the output suffix; npz otherwise)")
     parser.add_argument("--descriptor", choices=DESCRIPTORS, default="orb", help="library descriptor")

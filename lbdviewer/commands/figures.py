@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from lbdviewer.commands._args import command_doc
+from lbdviewer.commands._args import add_command
 
 # The names, widths and formats are repeated here (a test checks they agree with lbdviewer.figures) so that
 # `lbdviewer` starts without importing matplotlib, which also creates its configuration and cache folders:
@@ -56,8 +56,7 @@ def _dpi(text):
 
 def add_parser(subparsers):
     """Register the ``figures`` subcommand."""
-    parser = subparsers.add_parser("figures", help="make the paper's figures (PNG/PDF/SVG + JSON record)",
-                                   description=command_doc(__doc__))
+    parser = add_command(subparsers, "figures", __doc__, "make the paper's figures (PNG/PDF/SVG + JSON record)")
     parser.add_argument("outdir", help="folder for NAME.png, NAME.pdf, ... and NAME.json (created if missing)")
     parser.add_argument("--quick", action="store_true", help="small crops and few iterations")
     parser.add_argument("--only", nargs="+", choices=FIGURE_NAMES, metavar="NAME",

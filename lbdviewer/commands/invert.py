@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lbdviewer.commands._args import add_limit_options, check_outputs, command_doc, positive_int
+from lbdviewer.commands._args import add_command, add_limit_options, add_output, check_outputs, positive_int
 from lbdviewer.display import display_stretch
 from lbdviewer.features import DESCRIPTORS, load_features
 from lbdviewer.inversion import MODES, iter_invert_features
@@ -46,16 +46,14 @@ def image_size(text):
 
 def add_parser(subparsers):
     """Register the ``invert`` subcommand."""
-    parser = subparsers.add_parser("invert", help="reconstruct an image from a feature file",
-                                   description=command_doc(__doc__))
+    parser = add_command(subparsers, "invert", __doc__, "reconstruct an image from a feature file")
     parser.add_argument("features", help="feature file: .npz written by 'lbdviewer extract', or OpenCV "
                                          "FileStorage (.yml, .yaml, .xml, .json) with keypoints and descriptors")
     parser.add_argument("--descriptor", choices=DESCRIPTORS, default=None,
                         help="descriptor of a FileStorage file that does not name it")
     parser.add_argument("--image-size", type=image_size, default=None, metavar="WIDTHxHEIGHT",
                         help="image size of a FileStorage file that does not give it")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT.png",
-                        help="reconstruction to write (.png, .jpg, .tif or .bmp)")
+    add_output(parser, "OUT.png", "reconstruction to write (.png, .jpg, .tif or .bmp)")
     parser.add_argument("--mode", choices=MODES, default="joint",
                         help="joint: one image explains all bits; patches: each keypoint alone, then averaging")
     parser.add_argument("--iterations", type=positive_int, default=None,

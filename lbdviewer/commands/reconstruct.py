@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lbdviewer.commands._args import (add_limit_options, check_outputs, command_doc, finite_float, fraction,
-                                      non_negative_int, positive_float, positive_int)
+from lbdviewer.commands._args import (add_command, add_limit_options, add_output, check_outputs, finite_float,
+                                      fraction, non_negative_int, positive_float, positive_int)
 from lbdviewer.display import display_stretch
 from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
 from lbdviewer.metrics import image_metrics, packed_bit_consistency
@@ -44,11 +44,9 @@ _keypoints_alias.__name__ = "'fast' (deprecated alias of --sites fast)"
 
 def add_parser(subparsers):
     """Register the ``reconstruct`` subcommand."""
-    parser = subparsers.add_parser("reconstruct", help="reconstruct an image from its patch descriptors",
-                                   description=command_doc(__doc__))
+    parser = add_command(subparsers, "reconstruct", __doc__, "reconstruct an image from its patch descriptors")
     parser.add_argument("image", help="PNG, JPEG, TIFF, BMP or PNM image (colour is converted to gray)")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT.png",
-                        help="reconstruction to write (.png, .jpg, .tif or .bmp)")
+    add_output(parser, "OUT.png", "reconstruction to write (.png, .jpg, .tif or .bmp)")
     parser.add_argument("--descriptor", choices=FAMILIES, default="brief", help="descriptor family")
     parser.add_argument("--patch-size", type=positive_int, default=32, metavar="P", help="patch side in pixels")
     parser.add_argument("--m", type=positive_int, default=512, help="measurements (bits) per descriptor")

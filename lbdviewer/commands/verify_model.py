@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from lbdviewer.commands._args import add_limit_options, command_doc, positive_int
+from lbdviewer.commands._args import add_command, add_limit_options, positive_int
 from lbdviewer.features import DESCRIPTORS
 from lbdviewer.io import dumps_strict, load_image
 from lbdviewer.library_models import agreement, get_model
@@ -20,8 +20,7 @@ from lbdviewer.progress import progress_bar
 
 def add_parser(subparsers):
     """Register the ``verify-model`` subcommand."""
-    parser = subparsers.add_parser("verify-model", help="compare our descriptor models with the real library",
-                                   description=command_doc(__doc__))
+    parser = add_command(subparsers, "verify-model", __doc__, "compare our descriptor models with the real library")
     parser.add_argument("image", help="input image (PNG, JPEG, TIFF, BMP or PNM)")
     parser.add_argument("--descriptor", choices=DESCRIPTORS + ("all",), default="all",
                         help="library descriptor, or all of them")

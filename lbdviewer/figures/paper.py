@@ -225,26 +225,27 @@ def _fast_rows(names, families, *, binary, quick, runs):
     return rows, sources
 
 
+def _fast_figure(name, families, *, binary, caption, quick):
+    """The spec and run record of a FAST-keypoint figure of ``families`` (Figs. 9 and 10)."""
+    runs = _Runs(quick)
+    rows, sources = _fast_rows(("camera", "astronaut")[:1 if quick else 2], families, binary=binary, quick=quick,
+                               runs=runs)
+    return (_spec(name, rows, caption),
+            _record(name, quick, runs=runs, parameters={"keypoints": FAST_NOTE, "sources": sources}))
+
+
 def fast_real_figure(*, quick=False):
     """Real-valued BRIEF on FAST keypoints, patchwise and joint; uncovered pixels black (Fig. 9)."""
-    runs = _Runs(quick)
-    rows, sources = _fast_rows(("camera", "astronaut")[:1 if quick else 2], ("brief",), binary=False, quick=quick,
-                               runs=runs)
     caption = (f"Real-valued BRIEF measurements at {FAST_NOTE}; patchwise and joint. Pixels no patch covers are "
                f"black. {_FIT_NOTE}.")
-    return (_spec("fast-real", rows, caption),
-            _record("fast-real", quick, runs=runs, parameters={"keypoints": FAST_NOTE, "sources": sources}))
+    return _fast_figure("fast-real", ("brief",), binary=False, caption=caption, quick=quick)
 
 
 def fast_binary_figure(*, quick=False):
     """Binary BRIEF and FREAK on FAST keypoints, patchwise and joint; uncovered pixels black (Fig. 10)."""
-    runs = _Runs(quick)
-    rows, sources = _fast_rows(("camera", "astronaut")[:1 if quick else 2], ("brief", "freak"), binary=True,
-                               quick=quick, runs=runs)
     caption = (f"Binary BRIEF and FREAK at {FAST_NOTE}; patchwise and joint. Pixels no patch covers are black. "
                f"{_FIT_NOTE}.")
-    return (_spec("fast-binary", rows, caption),
-            _record("fast-binary", quick, runs=runs, parameters={"keypoints": FAST_NOTE, "sources": sources}))
+    return _fast_figure("fast-binary", ("brief", "freak"), binary=True, caption=caption, quick=quick)
 
 
 def detail_figure(*, quick=False):

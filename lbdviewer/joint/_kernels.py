@@ -209,6 +209,19 @@ def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layou
         grads[f - f0, :n] = 0.0
 
 
+@numba.njit(inline="always")
+def _block_sites(block, block_start, block_stride, site_pattern, field_start, pair_start):
+    """The sites of ``block``: ``(s0, n, stride, p, f0, f1, i0)``.
+
+    First site ``s0``, count ``n``, the sites' spacing ``stride``, their
+    pattern ``p``, its fields ``f0..f1`` and its first test ``i0``. Inlined
+    (numba ``inline="always"``) into the block sweeps.
+    """
+    s0 = block_start[block]
+    p = site_pattern[s0]
+    return s0, block_start[block + 1] - s0, block_stride[block], p, field_start[p], field_start[p + 1], pair_start[p]
+
+
 @numba.njit(cache=True, nogil=True)
 def _forward_blocks(x, filtered, integral, block_start, block_stride, block_lo, block_hi, site_base, integral_base,
                     layout, site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
@@ -296,11 +309,8 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, hinge, tie_up
     total, agree = 0.0, 0
     zero, one, two, tie = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0), x.dtype.type(tie_up)
     for block in range(block_lo, block_hi):
-        s0 = block_start[block]
-        n = block_start[block + 1] - s0
-        p = site_pattern[s0]
-        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
-        stride = block_stride[block]
+        s0, n, stride, p, f0, f1, i0 = _block_sites(block, block_start, block_stride, site_pattern, field_start,
+                                                    pair_start)
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
         for i in range(m):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from lbdviewer.joint._kernels import _block_means, _block_scatter
+from lbdviewer.joint._kernels import _block_means, _block_scatter, _block_sites
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -41,11 +41,8 @@ def _likelihood_blocks(x, filtered, integral, words, keep_words, margin, inverse
     zero, half, one, two = x.dtype.type(0.0), x.dtype.type(0.5), x.dtype.type(1.0), x.dtype.type(2.0)
     tie, wh, wl = x.dtype.type(tie_up), x.dtype.type(hinge_weight), x.dtype.type(logistic_weight)
     for block in range(block_lo, block_hi):
-        s0 = block_start[block]
-        n = block_start[block + 1] - s0
-        p = site_pattern[s0]
-        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
-        stride = block_stride[block]
+        s0, n, stride, p, f0, f1, i0 = _block_sites(block, block_start, block_stride, site_pattern, field_start,
+                                                    pair_start)
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
         for i in range(m):

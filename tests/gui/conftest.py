@@ -80,6 +80,30 @@ def window(make_window, small_parameters):
 
 
 @pytest.fixture
+def open_extracted_features(qtbot, window, tmp_path):
+    """Open in ``window`` a feature file the real library extracts from an image, and wait for its inversion.
+
+    Call as ``open_extracted_features(image, descriptor, n_keypoints=..., timeout=...)``;
+    ``iterations`` (default 20) is set on the window first unless ``None``.
+    Returns the arguments of ``whole_finished`` (``[True]`` when the
+    inversion finished).
+    """
+    from lbdviewer.commands.extract import extract_features
+    from lbdviewer.features import save_features
+
+    def open_features(image, descriptor, *, n_keypoints, timeout, iterations=20):
+        path = tmp_path / f"{descriptor}.npz"
+        save_features(path, extract_features(image, descriptor, n_keypoints=n_keypoints))
+        if iterations is not None:
+            window.parameters.iterations = iterations
+        with qtbot.waitSignal(window.whole_finished, timeout=timeout) as blocker:
+            window.load_path(str(path))  # opened on a worker thread
+        return blocker.args
+
+    return open_features
+
+
+@pytest.fixture
 def make_image():
     """The :func:`textured_image` factory."""
     return textured_image

@@ -4,19 +4,12 @@ import numpy as np
 from skimage import data
 
 
-def test_brisk_feature_file_opens_inverts_and_its_pattern_draws(qtbot, window, tmp_path):
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.features import save_features
+def test_brisk_feature_file_opens_inverts_and_its_pattern_draws(window, tmp_path, open_extracted_features):
     from lbdviewer.inversion import keypoint_patterns
     from lbdviewer.library_models import extract_patches
 
     image = data.astronaut()[96:288, 160:352].mean(axis=2) / 255.0
-    path = tmp_path / "brisk.npz"
-    save_features(path, extract_features(image, "brisk", n_keypoints=30))
-    window.parameters.iterations = 20
-    with qtbot.waitSignal(window.whole_finished, timeout=30000) as blocker:
-        window.load_path(str(path))
-    assert blocker.args == [True]
+    assert open_extracted_features(image, "brisk", n_keypoints=30, timeout=30000) == [True]
     assert "brisk keypoints" in window.source.title_text()
     assert len(window.source.keypoints_item.data) > 0 and window.whole.result.array.any()
 

@@ -240,34 +240,22 @@ def test_whole_image_reconstruction_can_be_cancelled(qtbot, window):
     qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() == 0, timeout=5000)
 
 
-def test_feature_file_shows_keypoints_and_inverts_them(qtbot, window, tmp_path, make_image):
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.features import save_features
-
+def test_feature_file_shows_keypoints_and_inverts_them(window, make_image, open_extracted_features):
     image = np.tile(make_image(), (2, 2))
-    path = tmp_path / "orb.npz"
-    save_features(path, extract_features(image, "orb", n_keypoints=20))
-    window.parameters.iterations = 20
-    with qtbot.waitSignal(window.whole_finished, timeout=20000) as blocker:
-        window.load_path(str(path))
-    assert blocker.args == [True]
+    assert open_extracted_features(image, "orb", n_keypoints=20, timeout=20000) == [True]
     assert window.session.image.shape == image.shape and not window.session.image.any()  # an empty canvas
     assert len(window.source.keypoints_item.data) > 0
     assert window.whole.result.array.shape == image.shape and window.whole.result.array.any()
 
 
-def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, window, tmp_path, make_image):
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.features import save_features
+def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, window, tmp_path, make_image,
+                                                                     open_extracted_features):
     from lbdviewer.io import save_png
 
     image = np.tile(make_image(), (2, 2))
-    features, original = tmp_path / "orb.npz", tmp_path / "original.png"
-    save_features(features, extract_features(image, "orb", n_keypoints=20))
+    original = tmp_path / "original.png"
     save_png(original, image)
-    window.parameters.iterations = 20
-    with qtbot.waitSignal(window.whole_finished, timeout=20000):
-        window.load_path(str(features))
+    open_extracted_features(image, "orb", n_keypoints=20, timeout=20000)
     inversion = window.session.whole.result
     assert window.whole.result.metadata["display"]["rule"] == "percentile"  # no original to fit to
     assert "PSNR" not in window.whole.metrics_label.text()  # nothing to compare with yet
