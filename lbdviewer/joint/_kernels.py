@@ -210,6 +210,12 @@ def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layou
 
 
 @numba.njit(inline="always")
+def _block_scratch_shape(block_start, block_lo, block_hi, field_start):
+    """Shape ``(fields of the largest pattern, sites of the widest block)`` of a sweep's per-field scratch."""
+    return np.max(np.diff(field_start)), np.max(np.diff(block_start[block_lo:block_hi + 1]))
+
+
+@numba.njit(inline="always")
 def _block_sites(block, block_start, block_stride, site_pattern, field_start, pair_start):
     """The sites of ``block``: ``(s0, n, stride, p, f0, f1, i0)``.
 
@@ -227,14 +233,11 @@ def _forward_blocks(x, filtered, integral, block_start, block_stride, block_lo, 
                     layout, site_pattern, field_start, field_group, field_offset, tap_start, tap_offset, tap_weight,
                     pair_start, pair_a, pair_b, out):
     """``out[s, i]`` = difference of the two field means of test ``i`` at site ``s``, block by block."""
-    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
-    means = np.empty((np.max(np.diff(field_start)), width), dtype=x.dtype)
+    means = np.empty(_block_scratch_shape(block_start, block_lo, block_hi, field_start), dtype=x.dtype)
     for block in range(block_lo, block_hi):
-        s0 = block_start[block]
-        n = block_start[block + 1] - s0
-        p = site_pattern[s0]
-        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
-        _block_means(x, filtered, integral, s0, n, block_stride[block], f0, f1, site_base, integral_base, layout,
+        s0, n, stride, p, f0, f1, i0 = _block_sites(block, block_start, block_stride, site_pattern, field_start,
+                                                    pair_start)
+        _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout,
                      field_group, field_offset, tap_start, tap_offset, tap_weight, means)
         for i in range(out.shape[1]):
             a, b = pair_a[i0 + i], pair_b[i0 + i]
@@ -247,20 +250,17 @@ def _adjoint_blocks(y, block_start, block_stride, block_lo, block_hi, site_base,
                     field_start, field_group, field_offset, tap_start, tap_offset, tap_weight, pair_start, pair_a,
                     pair_b, out_x, out_filtered, out_corners):
     """Adds ``A^T y`` for the sites of blocks ``block_lo..block_hi`` to ``out_x``, the planes and the corners."""
-    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
-    grads = np.zeros((np.max(np.diff(field_start)), width), dtype=out_x.dtype)
+    grads = np.zeros(_block_scratch_shape(block_start, block_lo, block_hi, field_start), dtype=out_x.dtype)
     for block in range(block_lo, block_hi):
-        s0 = block_start[block]
-        n = block_start[block + 1] - s0
-        p = site_pattern[s0]
-        f0, f1, i0 = field_start[p], field_start[p + 1], pair_start[p]
+        s0, n, stride, p, f0, f1, i0 = _block_sites(block, block_start, block_stride, site_pattern, field_start,
+                                                    pair_start)
         for i in range(y.shape[1]):
             a, b = pair_a[i0 + i], pair_b[i0 + i]
             for j in range(n):
                 grads[a, j] += y[s0 + j, i]
             for j in range(n):
                 grads[b, j] -= y[s0 + j, i]
-        _block_scatter(grads, s0, n, block_stride[block], f0, f1, site_base, integral_base, layout, field_group,
+        _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                        field_offset, tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
 
 
