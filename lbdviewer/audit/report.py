@@ -323,7 +323,7 @@ def render_html(rows, *, title="Privacy audit"):
 the descriptors alone. Correlation, rank correlation and SSIM compare the rebuilt image with the original over the
 pixels the keypoints cover; OCR checks whether text can be read back from the reconstruction as an
 eavesdropper sees it (stretched without the original). Thumbnails show each reconstruction on its original's scale
-(gain and offset fitted over the covered pixels); black: pixels no keypoint covers.</p>
+(mean and spread matched to the original over the covered pixels); black: pixels no keypoint covers.</p>
 <p class="meta">{len(rows)} rows · {inputs} inputs · {len(summary)} descriptors · {len(failed)} errors ·
 mode {_e(modes)} · generated {_e(generated)}</p></header>
 <section class="cards">
