@@ -136,12 +136,23 @@ def test_run_equals_last_step(problem):
         ({"margin": -1.0}, "margin must be non-negative"),
         ({"smoothness": -1.0}, "smoothness must be non-negative"),
         ({"iterations": 0}, "iterations must be a positive integer, got 0"),
+        ({"gradient_tolerance": -1e-3}, "gradient_tolerance must be non-negative, got -0.001"),
+        ({"decrease_tolerance": float("nan")}, "decrease_tolerance must be non-negative, got nan"),
     ],
 )
 def test_bad_parameters_are_named(problem, kwargs, message):
     _, op, bits = problem
     with pytest.raises(ValueError, match=message):
         SignConsistency(op, bits, **kwargs)
+
+
+def test_stop_tests_can_be_loosened_or_turned_off(problem):
+    _, op, bits = problem
+    loose = SignConsistency(op, bits, iterations=200, decrease_tolerance=1e-2).run()
+    default = SignConsistency(op, bits, iterations=200).run()
+    off = SignConsistency(op, bits, iterations=200, decrease_tolerance=0.0, gradient_tolerance=0.0).run()
+    assert loose.iteration < default.iteration <= off.iteration
+    assert off.objective[0] <= default.objective[0] <= loose.objective[0]
 
 
 def test_bits_of_the_wrong_shape_are_refused(problem):
