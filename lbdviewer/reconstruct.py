@@ -30,14 +30,15 @@ from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.sites import coverage
 from lbdviewer.solvers import BIHT, PrimalDualL1
+from lbdviewer.solvers.coherence import JointCoherentContrast
 from lbdviewer.solvers.whole_image import CoarseToDense, FlatRange, JointBIHT, JointLikelihood
 
 MODES = ("joint", "patches")
-METHODS = ("consistency", "likelihood", "biht", "primal-dual")
-WHOLE_IMAGE_METHODS = ("consistency", "likelihood")  # bits only, joint mode only
+METHODS = ("consistency", "likelihood", "coherent", "biht", "primal-dual")
+WHOLE_IMAGE_METHODS = ("consistency", "likelihood", "coherent")  # bits only, joint mode only
 DEFAULT_ITERATIONS = {("patches", "biht"): 200, ("patches", "primal-dual"): 1000,
                       ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): 200,
-                      ("joint", "likelihood"): 160}
+                      ("joint", "likelihood"): 160, ("joint", "coherent"): 3000}
 
 
 def default_method(mode, binary):
@@ -239,11 +240,13 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
         Image shape ``(H, W)``.
     mode : {"joint", "patches"}, optional
         Default: ``"joint"`` where patches overlap, ``"patches"`` otherwise.
-    method : {"consistency", "likelihood", "biht", "primal-dual"}, optional
-        Default :func:`default_method`. BIHT, consistency and likelihood
-        need bits; consistency and likelihood (bits as noisy signs,
-        :class:`lbdviewer.solvers.whole_image.JointLikelihood`) solve only
-        the joint whole image; primal-dual takes bits or real values.
+    method : {"consistency", "likelihood", "coherent", "biht", "primal-dual"}, optional
+        Default :func:`default_method`. BIHT, consistency, likelihood and
+        coherent need bits; consistency, likelihood (bits as noisy signs,
+        :class:`lbdviewer.solvers.whole_image.JointLikelihood`) and coherent
+        (low-TV consistency, then contrast in proportion to the evidence of
+        structure, :class:`lbdviewer.solvers.coherence.JointCoherentContrast`)
+        solve only the joint whole image; primal-dual takes bits or real values.
     iterations : int, optional
         Default ``DEFAULT_ITERATIONS[(mode, method)]`` (paper: 200 BIHT,
         1000 primal-dual per patch).
@@ -381,6 +384,9 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
     elif method == "likelihood":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
         solver = JointLikelihood(operator, bits, sites, shape, iterations)
+    elif method == "coherent":
+        bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
+        solver = JointCoherentContrast(operator, bits, iterations=iterations)
     elif method == "biht":
         packed = descriptors if kind == "packed" else pack_bits(descriptors)
         solver = JointBIHT(operator, packed, covered_counts=counts, sparsity=sparsity, iterations=iterations)
