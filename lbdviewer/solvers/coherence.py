@@ -193,7 +193,17 @@ class JointCoherentContrast:
     buys the flat paper. Its null is close: on a 256x256 image of pure noise
     the agreement is 0.62 on average (BRIEF; 99th percentile 0.69, max 0.71)
     and 0.64 (FREAK; 0.74, 0.77), so a large pure-noise FREAK image keeps
-    some speckle where a site passes 0.70 by chance.
+    some speckle where a site passes 0.70 by chance (a 256x256 image of noise
+    of 3 grey levels: std 0.38x the noise's for FREAK, 0.017x for BRIEF).
+
+    Thresholds from a null calibration instead (white noise described and
+    solved the same way; gain 0 at the null's maximum agreement, 1 two of its
+    spreads above) were measured and not kept: BRIEF's null (mean 0.623,
+    spread 0.028, max 0.732) gives the document 6/7 and the 256x256 noise
+    flat, but FREAK's is wide (0.638, 0.050, max 0.822) and its text and
+    photos sit inside it: document 0/7, titles 0/4, astronaut 0.812, and the
+    two-region ratio fails (1.02). Pooling agreements over the sites covering
+    a pixel, other blurs (1-8 px) and hysteresis did not separate them either.
 
     Examples
     --------
@@ -210,8 +220,10 @@ class JointCoherentContrast:
         weights = pair_separations(operator) ** 2
         weights /= np.maximum(weights.mean(axis=1, keepdims=True), 1e-12)
         self.operator, self.bits = operator, np.asarray(bits)
+        # The library's stop tests end this weak-TV solve early (camera, BRIEF: iteration 1016, 0.814 against 0.826):
+        # it runs until no step decreases the objective, or ``iterations``.
         self.solver = SignConsistency(operator, bits, margin=LOW_TV_MARGIN * weights, smoothness=LOW_TV_SMOOTHNESS,
-                                      iterations=iterations)
+                                      iterations=iterations, gradient_tolerance=0.0, decrease_tolerance=0.0)
 
     def steps(self):
         """:class:`SignConsistency`'s states; the last with the rule's image."""
