@@ -12,9 +12,11 @@ alternates ``--chunk`` iterations of one and of the other until both finish,
 ``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
 ``working tree / REV`` is the figure to quote. ``--method likelihood`` runs
 the working tree's :class:`lbdviewer.solvers.whole_image.JointLikelihood`
-(its default 250 iterations) instead, against ``REV``'s sign consistency.
+(its default 160 iterations) or ``--method coherent``
+:class:`lbdviewer.solvers.coherence.JointCoherentContrast` (up to 3000) instead,
+against ``REV``'s sign consistency.
 
-Usage: ``python scripts/bench_joint_ab.py REV [--descriptor brief|freak] [--image NAME] [--method consistency|likelihood]
+Usage: ``python scripts/bench_joint_ab.py REV [--descriptor brief|freak] [--image NAME] [--method consistency|likelihood|coherent]
 [--rounds 3] [--chunk 10]``
 (the first run for a commit compiles its kernels: about a minute).
 """
@@ -72,6 +74,10 @@ def make_solve(package, image, descriptor, method="consistency"):
     if method == "likelihood":
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "likelihood")]
         return lambda: whole_image.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
+    if method == "coherent":
+        coherence = importlib.import_module(f"{package}.solvers.coherence")
+        iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "coherent")]
+        return lambda: coherence.JointCoherentContrast(operator, bits, iterations=iterations).steps()
     return lambda: whole_image.JointSignConsistency(operator, bits).steps()
 
 
@@ -96,7 +102,7 @@ def main(argv=None):
     parser.add_argument("rev", help="git revision to compare the working tree with")
     parser.add_argument("--descriptor", default="brief", choices=("brief", "freak"))
     parser.add_argument("--image", default="camera", help="sample image name (default camera)")
-    parser.add_argument("--method", default="consistency", choices=("consistency", "likelihood"),
+    parser.add_argument("--method", default="consistency", choices=("consistency", "likelihood", "coherent"),
                         help="the working tree's joint solver (REV runs sign consistency)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=10, help="iterations run in a row (default 10)")
