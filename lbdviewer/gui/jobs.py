@@ -339,11 +339,8 @@ def feature_updates(features, parameters):
     """
     from lbdviewer.inversion import iter_invert_features
 
-    iterations_run = None
     for progress in iter_invert_features(features, iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
-        if progress.result is None:
-            iterations_run = progress.done
         yield WholeUpdate(progress.done / max(progress.total, 1),
                           None if progress.image is None else np.array(progress.image), progress.result,
-                          None, iterations_run)
+                          None, progress.iterations_run)
