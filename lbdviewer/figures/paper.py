@@ -60,7 +60,10 @@ class _Runs:
         self.panels = {}
 
     def reconstruct(self, key, image, pattern, sites, *, mode, binary=True, lam=0.1):
-        """Describe ``image`` at ``sites``, reconstruct (primal-dual with weight ``lam``); return (displayed image, result)."""
+        """Describe ``image`` at ``sites`` and reconstruct (primal-dual data weight ``lam``).
+
+        Returns (displayed image, result).
+        """
         method = default_method(mode, binary)
         iterations = QUICK_ITERATIONS[method] if self.quick else None
         descriptors = describe_sites(image, sites, pattern, binary=binary)
