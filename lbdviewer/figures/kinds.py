@@ -12,7 +12,7 @@ function                   panels
 =========================  ===============================================================
 :func:`patch_pattern_figure`  the patch with the pattern over it (| the selected pair's ``L_i``)
 :func:`live_figure`           original patch | estimate | difference
-:func:`maps_figure`           weight maps | occurrence maps (| frame vectors), one scale a row
+:func:`maps_figure`           weight maps | occurrence maps (| frame vectors), each map on its own scale
 :func:`whole_image_figure`    original | reconstruction (| the original's edges over it)
 :func:`families_figure`       original patch | one estimate per descriptor family
 =========================  ===============================================================
