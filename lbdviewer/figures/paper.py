@@ -46,9 +46,9 @@ QUICK_OFFSET1_CROP = ("camera", 112, 224, 40)
 QUICK_FAST_CROP = ("camera", 80, 200, 96)
 QUICK_SHAPES_CROP = ("shapes", 32, 32, 64)
 QUICK_ITERATIONS = {"biht": 15, "primal-dual": 40, "consistency": 30}
-#: Primal-dual data weight of the patchwise real-valued panels of ``fast-real``. The paper's 0.1 (which
-#: the joint solve keeps) leaves most patches exactly constant: see :func:`fast_real_figure`.
-REAL_PATCH_LAM = 10.0
+#: Primal-dual data weight of the real-valued panels of ``fast-real``. The paper's 0.1 leaves most
+#: patches exactly constant: see :func:`fast_real_figure`.
+REAL_LAM = 10.0
 FAST_NOTE = "FAST keypoints (OpenCV defaults: threshold 10, non-max suppression)"
 
 
@@ -257,19 +257,21 @@ def fast_real_figure(*, quick=False):
     :math:`\ell_1` norm and an orthonormal Haar :math:`W` (the paper's definitions)
     that ratio is about 0.5 to 4 on natural patches, far above the paper's
     :math:`\lambda = 0.1`: most patches then come out exactly constant (grey blocks).
-    The patchwise panels use :data:`REAL_PATCH_LAM` instead (the titles say so); the
-    joint solve, whose data term sums every overlapping patch, keeps 0.1. Each
-    patch keeps the mean 0.5 of :math:`S`, so the patchwise panels lose the patches'
-    brightness; only the joint solve recovers it.
+    The joint solve (box constraint, one data term for every patch) has the same
+    balance where a patch overlaps no other: its isolated patches came out flat too.
+    Both modes use :data:`REAL_LAM` instead (the titles say so). Each patchwise
+    patch keeps the mean 0.5 of :math:`S`, so the patchwise panels lose the
+    patches' brightness; the joint solve recovers it where patches overlap, and a
+    patch that overlaps no other stays a grey square there too.
     """
     caption = (f"Real-valued BRIEF measurements at {FAST_NOTE}; patchwise (each patch alone, mean 0.5, as in "
-               f"the paper) and joint. Patchwise with \u03bb = {REAL_PATCH_LAM:g} instead of the paper's 0.1: with "
+               f"the paper) and joint. Primal-dual with \u03bb = {REAL_LAM:g} instead of the paper's 0.1: with "
                f"fields of unit \u21131 norm and an orthonormal Haar, at \u03bb = 0.1 the \u21131 prior outweighs the "
-               f"data and most patches come out exactly constant (grey blocks); the joint solve keeps 0.1. "
-               f"Patchwise patches keep the mean 0.5, so their brightness is lost. Pixels no patch covers are "
-               f"black. {_FIT_NOTE}.")
+               f"data and most patches come out exactly constant (grey blocks). Descriptors carry no brightness: "
+               f"a patchwise patch keeps the mean 0.5, and a joint patch that overlaps no other gets none from its "
+               f"neighbours (the grey squares). Pixels no patch covers are black. {_FIT_NOTE}.")
     return _fast_figure("fast-real", ("brief",), binary=False, caption=caption, quick=quick,
-                        lams={"patches": REAL_PATCH_LAM, "joint": 0.1})
+                        lams={"patches": REAL_LAM, "joint": REAL_LAM})
 
 
 def fast_binary_figure(*, quick=False):
