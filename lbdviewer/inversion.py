@@ -63,14 +63,18 @@ class InversionProgress:
 
     ``done`` of ``total`` work units (keypoints or solver iterations) are
     finished; ``image`` is the whole-image estimate so far, shape ``(H, W)``
-    in ``[0, 1]``, or None when the report carries none; ``result`` is set on
-    the last report only.
+    in ``[0, 1]``, or None when the report carries none; ``iterations_run``
+    counts the iterations the solver has run so far (joint: the whole-image
+    solver's; patchwise: the most any keypoint's BIHT ran; None where no
+    iterative solver runs, AKAZE's closed form); ``result`` is set on the
+    last report only.
     """
 
     done: int
     total: int
     image: np.ndarray | None = None
     result: ImageResult | None = None
+    iterations_run: int | None = None
 
 
 def trimmed(keypoint_pattern):
@@ -194,7 +198,10 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
         The last one carries the :class:`lbdviewer.reconstruct.ImageResult`
         (image in ``[0, 1]``, 0 where no keypoint's patch reaches; covered
         mask; ``params`` with every parameter, the descriptor and the number
-        of keypoints).
+        of keypoints; ``iterations_run``: the iterations the solver really
+        ran, the most any keypoint ran for ``"patches"``, fewer than
+        ``iterations`` when it stopped early). AKAZE's inversion is closed
+        form: it records 0 iterations requested and run.
 
     Raises
     ------
@@ -209,6 +216,8 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     >>> reports = list(iter_invert_features(features, mode="patches", iterations=5))
     >>> reports[-1].result.image.shape, reports[-1].done == reports[-1].total
     ((60, 60), True)
+    >>> 1 <= reports[-1].result.iterations_run <= 5
+    True
     """
     check_choice("mode", mode, MODES)
     method = "consistency" if mode == "joint" else "biht"
@@ -218,24 +227,25 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     if features.descriptor == "akaze":  # no field pattern: each keypoint alone at its scale, in both modes
         from lbdviewer.akaze_inversion import iter_invert_akaze
 
-        method, items = "akaze-cell-ranks", iter_invert_akaze(features)
+        method, items, iterations = "akaze-cell-ranks", iter_invert_akaze(features), 0  # no iterative solve
     else:
         patterns = keypoint_patterns(features)  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
         runner = _joint if mode == "joint" else _patchwise
         items = runner(features, patterns, int(iterations), sparsity)
     image = covered = consistency = None
+    ran = 0
     for item in items:
         if isinstance(item, InversionProgress):
             yield item
         else:
-            image, covered, consistency = item
+            image, covered, consistency, ran = item
     params = {"descriptor": features.descriptor, "keypoints": len(features.keypoints), "mode": mode,
               "method": method, "iterations": int(iterations), "sparsity": float(sparsity),
               "image_shape": list(features.image_shape)}
     result = ImageResult(image=np.where(covered, np.clip(image, 0.0, 1.0), 0.0), covered=covered, mode=mode,
                          method=method, iterations=int(iterations), solver_bit_consistency=consistency,
-                         seconds=time.perf_counter() - started, params=params)
-    yield InversionProgress(done=1, total=1, image=result.image, result=result)
+                         seconds=time.perf_counter() - started, params=params, iterations_run=int(ran))
+    yield InversionProgress(done=1, total=1, image=result.image, result=result, iterations_run=int(ran))
 
 
 def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4):
@@ -262,12 +272,13 @@ def _patchwise(features, patterns, iterations, sparsity):
     for k, kp in enumerate(patterns):
         groups.setdefault(id(kp.pattern), []).append(k)
     every = max(1, len(patterns) // PATCH_ESTIMATES)
-    done, reported = 0, 0
+    done, reported, ran = 0, 0, 0
     for rows in groups.values():
         operator = DescriptorOperator(patterns[rows[0]].pattern)
         for start in range(0, len(rows), PATCH_BATCH):
             batch = rows[start:start + PATCH_BATCH]
             state = BIHT(operator, bits[batch], iterations=iterations, sparsity=sparsity).run()
+            ran = max(ran, int(np.max(state.iterations_run)))
             consistent += float(np.sum(state.bit_consistency))
             for k, patch in zip(batch, state.x):
                 _place(total, weight, patterns[k], np.asarray(patch, dtype=np.float32), cv2)
@@ -276,8 +287,8 @@ def _patchwise(features, patterns, iterations, sparsity):
             if done - reported >= every:
                 reported = done
                 estimate = np.where(weight > 0, total / np.maximum(weight, 1.0), 0.0)
-            yield InversionProgress(done=done, total=len(patterns), image=estimate)
-    yield total / np.maximum(weight, 1.0), weight > 0, consistent / max(len(patterns), 1)
+            yield InversionProgress(done=done, total=len(patterns), image=estimate, iterations_run=ran)
+    yield total / np.maximum(weight, 1.0), weight > 0, consistent / max(len(patterns), 1), ran
 
 
 def _place(total, weight, kp, patch, cv2):
@@ -351,15 +362,16 @@ def _pyramid_joint(features, patterns, operator, iterations):
     for state in JointSignConsistency(operator, features.bits(), iterations=iterations).steps():
         done = state.iteration
         if done % report_every == 0 or state.finished:
-            yield InversionProgress(done=done, total=iterations, image=np.clip(state.x[0], 0.0, 1.0))
+            yield InversionProgress(done=done, total=iterations, image=np.clip(state.x[0], 0.0, 1.0),
+                                    iterations_run=done)
     yield (np.asarray(state.x[0], dtype=np.float64), _covered(features.image_shape, patterns),
-           float(state.bit_consistency[0]))
+           float(state.bit_consistency[0]), int(state.iteration))
 
 
 def _joint(features, patterns, iterations, sparsity):
     height, width = features.image_shape
     if not patterns:
-        yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None
+        yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None, 0
         return
     operator = _pyramid_operator(features, patterns)
     if operator is not None:
@@ -379,8 +391,9 @@ def _joint(features, patterns, iterations, sparsity):
                                            sparsity=sparsity):
         if progress.result is None:
             estimate = None if progress.estimate is None else np.clip(progress.estimate[crop], 0.0, 1.0)
-            yield InversionProgress(done=progress.done, total=progress.total, image=estimate)
+            yield InversionProgress(done=progress.done, total=progress.total, image=estimate,
+                                    iterations_run=progress.done)  # the joint solver reports iterations done
             continue
         result = progress.result
-        yield result.image[crop], result.covered[crop], result.solver_bit_consistency
+        yield result.image[crop], result.covered[crop], result.solver_bit_consistency, result.iterations_run
 

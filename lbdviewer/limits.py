@@ -23,8 +23,9 @@ limit under about 1.5 GB). The keypoint limit bounds a feature file's
 inversion (ORB keypoints are solved through the pyramid, FREAK's through
 per-keypoint box tables: on a 512 x 512 photo 5093 ORB keypoints peak near
 490 MB and 2044 FREAK keypoints near 430 MB). ``scripts/hostile_files.py --at-limits`` measures both.
-The app reads the same environment variables. A file member's uncompressed
-size is bounded by what its limit implies.
+The app reads the same environment variables (it has no command-line
+limits): :meth:`ResourceLimitError.app_message` says so. A file member's
+uncompressed size is bounded by what its limit implies.
 """
 
 from __future__ import annotations
@@ -39,7 +40,36 @@ MAX_KEYPOINTS_ENV = "LBDVIEWER_MAX_KEYPOINTS"
 
 
 class ResourceLimitError(ValueError):
-    """A file or parameter declares more work than a resource limit allows."""
+    """A file or parameter declares more work than a resource limit allows.
+
+    Parameters
+    ----------
+    problem : str
+        What declares how much, and the limit.
+    variable, flag : str, optional
+        The environment variable and the command-line flag that raise the
+        limit; ``str(error)`` names both (the command line's wording).
+
+    Examples
+    --------
+    >>> error = ResourceLimitError("image declares 9 pixels, more than the limit of 4",
+    ...                            variable="LBDVIEWER_MAX_PIXELS", flag="--max-pixels")
+    >>> str(error)
+    'image declares 9 pixels, more than the limit of 4 (raise it with --max-pixels N or LBDVIEWER_MAX_PIXELS=N)'
+    >>> error.app_message()
+    'image declares 9 pixels, more than the limit of 4 (raise it by starting lbdviewer with LBDVIEWER_MAX_PIXELS=N in its environment)'
+    """
+
+    def __init__(self, problem, *, variable=None, flag=None):
+        self.problem, self.variable, self.flag = str(problem), variable, flag
+        ways = " or ".join(way for way in (flag and f"{flag} N", variable and f"{variable}=N") if way)
+        super().__init__(f"{self.problem} (raise it with {ways})" if ways else self.problem)
+
+    def app_message(self):
+        """The message for the app, which reads the environment variable only (no command-line flags)."""
+        if self.variable is None:
+            return self.problem
+        return f"{self.problem} (raise it by starting lbdviewer with {self.variable}=N in its environment)"
 
 
 def _limit(override, env, default, flag):
@@ -111,7 +141,7 @@ def check_pixels(height, width, what, *, limit=None):
     if int(height) * int(width) > limit:
         raise ResourceLimitError(
             f"{what} declares {int(width)} x {int(height)} = {int(height) * int(width):,} pixels, more than "
-            f"the limit of {limit:,} (raise it with --max-pixels N or {MAX_PIXELS_ENV}=N)")
+            f"the limit of {limit:,}", variable=MAX_PIXELS_ENV, flag="--max-pixels")
 
 
 def check_keypoints(count, what, *, limit=None):
@@ -132,9 +162,8 @@ def check_keypoints(count, what, *, limit=None):
     """
     limit = max_keypoints() if limit is None else int(limit)
     if int(count) > limit:
-        raise ResourceLimitError(
-            f"{what} declares {int(count):,} keypoints, more than the limit of {limit:,} "
-            f"(raise it with --max-keypoints N or {MAX_KEYPOINTS_ENV}=N)")
+        raise ResourceLimitError(f"{what} declares {int(count):,} keypoints, more than the limit of {limit:,}",
+                                 variable=MAX_KEYPOINTS_ENV, flag="--max-keypoints")
 
 
 # -- image headers ------------------------------------------------------------------------------

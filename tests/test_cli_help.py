@@ -14,7 +14,7 @@ from lbdviewer.cli import build_parser, main
 #: Keys both ``reconstruct --metrics`` and ``invert --metrics`` write.
 SHARED_METRICS = {"output", "shape", "bit_consistency", "bit_consistency_min_site", "solver_bit_consistency",
                   "correlation", "psnr", "ssim", "covered_fraction", "seconds", "sites", "uncovered_pixels",
-                  "parameters", "versions"}
+                  "parameters", "versions", "solver"}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +74,8 @@ def test_invert_metrics_have_the_schema_of_reconstruct(tmp_path, image_file, cap
         assert SHARED_METRICS <= set(report), (name, SHARED_METRICS - set(report))
         assert 0.0 <= report["bit_consistency"] <= 1.0
     assert isinstance(reports["reconstruct"]["parameters"]["patch_size"], int)
+    for report in reports.values():  # the solver's record says what ran, not only what was asked
+        assert report["solver"]["iterations_requested"] == 2 and 1 <= report["solver"]["iterations_run"] <= 2
     assert (tmp_path / "i.jpg").read_bytes()[:2] == b"\xff\xd8"  # a JPEG under a .jpg name
 
 

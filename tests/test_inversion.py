@@ -11,6 +11,7 @@ from lbdviewer.metrics import correlation
 from lbdviewer.operators import unpack_bits
 from lbdviewer.patterns.base import Pattern
 from lbdviewer.reconstruct import describe_sites
+from lbdviewer.records import solver_record
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +102,21 @@ def test_closing_the_generator_cancels_the_joint_solve(few_features):
 def test_patchwise_progress_is_per_keypoint(few_features):
     reports = list(iter_invert_features(few_features, mode="patches", iterations=5))
     assert [r.done for r in reports[:-1]] == list(range(1, 9))
+
+
+@pytest.mark.parametrize("descriptor, mode", [("orb", "joint"),            # the pyramid operator
+                                              ("orb", "patches"),          # BIHT per keypoint
+                                              ("brisk", "joint")])  # level-0 patterns, whole-image solver
+def test_the_result_and_its_record_say_the_iterations_that_ran(camera, orb_features, descriptor, mode):
+    features = orb_features if descriptor == "orb" else extract_features(camera, descriptor, n_keypoints=30)
+    reports = list(iter_invert_features(features, mode=mode, iterations=12))
+    result = reports[-1].result
+    ran = [r.iterations_run for r in reports]
+    assert None not in ran and ran == sorted(ran) and ran[-1] == result.iterations_run
+    assert 1 <= result.iterations_run <= 12
+    record = solver_record(result=result)
+    assert (record["iterations_requested"], record["iterations_run"]) == (12, result.iterations_run)
+    assert record["stopped_early"] == (result.iterations_run < 12)
 
 
 def test_no_keypoints_gives_an_empty_result():

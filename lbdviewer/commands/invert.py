@@ -25,6 +25,7 @@ from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
 from lbdviewer.library_models import get_model
 from lbdviewer.progress import advance, progress_bar
 from lbdviewer.reconstruct import DEFAULT_ITERATIONS
+from lbdviewer.records import solver_record
 
 #: Quality metrics of ``lbdviewer reconstruct``'s JSON; null here without --reference.
 QUALITY_KEYS = ("correlation", "psnr", "ssim", "covered_fraction")
@@ -137,6 +138,7 @@ def _metrics(args, features, reference, result, written):
         "bit_consistency": overall,
         "bit_consistency_min_site": worst,
         "solver_bit_consistency": result.solver_bit_consistency,
+        "solver": solver_record(result=result),  # what ran: iterations requested and run, stopped early
         **quality,
         "seconds": result.seconds,
         "sites": len(features.keypoints),

@@ -23,6 +23,7 @@ from lbdviewer.metrics import image_metrics, packed_bit_consistency
 from lbdviewer.patterns import FAMILIES, make_pattern
 from lbdviewer.progress import advance, progress_bar
 from lbdviewer.reconstruct import METHODS, MODES, describe_sites, iter_reconstruct_image
+from lbdviewer.records import solver_record
 from lbdviewer.sites import fast_sites, grid_sites
 
 
@@ -141,6 +142,7 @@ def _metrics(args, image, sites, pattern, descriptors, result):
         "bit_tie_atol": METRIC_TIE_ATOL,
         "bit_consistency_min_site": float(per_site.min()),
         "solver_bit_consistency": result.solver_bit_consistency,
+        "solver": solver_record(result=result),  # what ran: iterations requested and run, stopped early
         **quality,
         "seconds": result.seconds,
         "sites": int(len(sites)),

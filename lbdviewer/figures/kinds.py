@@ -12,7 +12,7 @@ function                   panels
 =========================  ===============================================================
 :func:`patch_pattern_figure`  the patch with the pattern over it (| the selected pair's ``L_i``)
 :func:`live_figure`           original patch | estimate | difference
-:func:`maps_figure`           weight maps | occurrence maps (| frame vectors), one scale a row
+:func:`maps_figure`           weight maps | occurrence maps (| frame vectors), each map on its own scale
 :func:`whole_image_figure`    original | reconstruction (| the original's edges over it)
 :func:`families_figure`       original patch | one estimate per descriptor family
 =========================  ===============================================================
@@ -197,7 +197,14 @@ def live_figure(original, estimate, *, iteration, iterations=None, bit_consisten
 
 
 def maps_figure(entries, *, frame_vectors=()):
-    """Weight maps (top row) and occurrence maps (bottom row) of several descriptors, one colour scale a row.
+    """Weight maps (top row) and occurrence maps (bottom row) of several descriptors, each on its own scale.
+
+    Each map gets its own colour scale from 0 to its maximum and its own
+    labelled colour bar, so that a map whose values are small next to
+    another's (BRIEF's weights are about a tenth of FREAK's) still shows
+    its structure; the caption gives every maximum and, for two or more
+    descriptors, the ratio of the largest to the smallest, so the maps stay
+    comparable.
 
     Parameters
     ----------
@@ -217,23 +224,26 @@ def maps_figure(entries, *, frame_vectors=()):
     --------
     >>> spec = maps_figure([("A", np.ones((4, 4)), np.ones((4, 4))), ("B", 2 * np.ones((4, 4)), np.ones((4, 4)))])
     >>> [(p.vmax, p.colorbar) for p in spec.rows[0]]
-    [(2.0, None), (2.0, 'weight')]
+    [(1.0, 'weight'), (2.0, 'weight')]
+    >>> spec.caption.split(": ")[1].split(";")[0]
+    'weight maxima A 1, B 2 (largest/smallest 2)'
     """
     entries = list(entries)
     if not entries:
         raise ValueError("entries must hold at least one (title, weights, occurrences), got none")
-    weight_max = max(float(np.max(w)) for _, w, _ in entries) or 1.0
-    occurrence_max = max(float(np.max(o)) for _, _, o in entries) or 1.0
-    last = len(entries) - 1
-    weights = tuple(Panel(np.asarray(w, float), title=f"{t} weight", cmap="viridis", vmin=0.0, vmax=weight_max,
-                          colorbar="weight" if i == last else None) for i, (t, w, _) in enumerate(entries))
-    occurrences = tuple(Panel(np.asarray(o, float), title=f"{t} occurrences", cmap="viridis", vmin=0.0,
-                              vmax=occurrence_max, colorbar="occurrences" if i == last else None)
-                        for i, (t, _, o) in enumerate(entries))
-    rows = [weights, occurrences]
+    rows, sentences = [], []
+    for k, (quantity, digits) in enumerate((("weight", ".3g"), ("occurrences", ".0f"))):
+        titles = [entry[0] for entry in entries]
+        maps = [np.asarray(entry[1 + k], float) for entry in entries]
+        maxima = [float(values.max()) if values.size else 0.0 for values in maps]
+        rows.append(tuple(Panel(values, title=f"{title} {quantity}", cmap="viridis", vmin=0.0,
+                                vmax=maximum if maximum > 0 else 1.0, colorbar=quantity)
+                          for title, values, maximum in zip(titles, maps, maxima)))
+        sentences.append(f"{quantity} maxima " + ", ".join(f"{title} {maximum:{digits}}"
+                                                           for title, maximum in zip(titles, maxima))
+                         + _ratio(maxima))
     caption = ("Weight maps (total field weight on each pixel) and occurrence maps (measurements reading each "
-               f"pixel); each row on one colour scale from 0 (weight up to {weight_max:.3g}, occurrences up to "
-               f"{occurrence_max:.0f})")
+               "pixel), each on its own colour scale from 0 to its maximum: " + "; ".join(sentences))
     frame_vectors = list(frame_vectors)
     if frame_vectors:
         limit = max(float(np.abs(v).max()) for _, _, v in frame_vectors) or 1.0
@@ -242,6 +252,13 @@ def maps_figure(entries, *, frame_vectors=()):
                           for k, (t, i, v) in enumerate(frame_vectors)))
         caption += f"; frame vectors L_i (i counted from 0) on one scale symmetric around 0, \u00b1{limit:.3g}"
     return FigureSpec(kind="maps", rows=tuple(rows), caption=_sentence(caption))
+
+
+def _ratio(maxima):
+    """`` (largest/smallest 15.2)`` for two or more maxima, else empty."""
+    if len(maxima) < 2 or min(maxima) <= 0:
+        return ""
+    return f" (largest/smallest {max(maxima) / min(maxima):.3g})"
 
 
 def whole_image_figure(original, reconstruction, *, covered=None, edges=False, metrics=None, title=""):

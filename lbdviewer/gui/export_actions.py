@@ -168,7 +168,7 @@ def figure_spec(window, key):
         title = figures.run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size)
         return figures.patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
                                             selected=window.pattern_panel.frame_index(), title=title)
-    if key == "maps":  # the current descriptor beside the one the paper compares it with, one scale a row
+    if key == "maps":  # the current descriptor beside the one the paper compares it with (own scales)
         operator = session.operator
         index = min(window.pattern_panel.frame_index(), pattern.m - 1)
         other = DescriptorOperator(jobs.pattern_for(session.parameters, family=COMPARED_WITH[pattern.name]))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lbdviewer import io, metrics
+from lbdviewer.limits import ResourceLimitError
 from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import max_measurements, make_pattern
 from lbdviewer.reconstruct import default_method, describe_sites, iter_reconstruct_image
@@ -106,19 +107,25 @@ def load_file(path, kind="image", *, patch_size=32):
 
     A generator so that the worker layer can run it off the GUI thread; the
     core's loaders check the file (and its declared size) and raise
-    ``ValueError`` naming the file and the reason. Everything that scales
-    with the image (decoding, hashing, finding the first patch) happens here.
+    ``ValueError`` naming the file and the reason. A size limit refused
+    names the environment variable that raises it, the one way the app
+    reads (:meth:`lbdviewer.limits.ResourceLimitError.app_message`).
+    Everything that scales with the image (decoding, hashing, finding the
+    first patch) happens here.
     """
-    if kind == "image":
-        content = io.load_image(path)
-        start = textured_position(content, patch_size) if min(content.shape) >= patch_size else (0, 0)
-        preview = make_preview(content)
-    elif kind == "features":
-        from lbdviewer.features import load_features
+    try:
+        if kind == "image":
+            content = io.load_image(path)
+            start = textured_position(content, patch_size) if min(content.shape) >= patch_size else (0, 0)
+            preview = make_preview(content)
+        elif kind == "features":
+            from lbdviewer.features import load_features
 
-        content, start, preview = load_features(path), None, None
-    else:
-        raise ValueError(f"kind must be 'image' or 'features', got {kind!r}")
+            content, start, preview = load_features(path), None, None
+        else:
+            raise ValueError(f"kind must be 'image' or 'features', got {kind!r}")
+    except ResourceLimitError as error:
+        raise ResourceLimitError(error.app_message()) from None
     yield LoadedFile(kind, os.path.abspath(path), content, file_sha256(path), start, preview)
 
 
@@ -127,7 +134,10 @@ def load_sample(name, *, patch_size=32):
     samples = io.sample_images()
     if name not in samples:
         raise ValueError(f"name must be one of {sorted(samples)}, got {name!r}")
-    image = io.load_image(samples[name])
+    try:
+        image = io.load_image(samples[name])
+    except ResourceLimitError as error:
+        raise ResourceLimitError(error.app_message()) from None
     yield LoadedFile("image", f"sample:{name}", image, file_sha256(samples[name]), textured_position(image, patch_size))
 
 
@@ -329,11 +339,8 @@ def feature_updates(features, parameters):
     """
     from lbdviewer.inversion import iter_invert_features
 
-    iterations_run = None
     for progress in iter_invert_features(features, iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
-        if progress.result is None:
-            iterations_run = progress.done
         yield WholeUpdate(progress.done / max(progress.total, 1),
                           None if progress.image is None else np.array(progress.image), progress.result,
-                          None, iterations_run)
+                          None, progress.iterations_run)

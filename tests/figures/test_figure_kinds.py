@@ -64,7 +64,7 @@ def test_live_figure_fits_the_estimate_and_says_when_it_stopped():
     assert "real-valued" in real.caption and "bit consistency" not in real.caption
 
 
-def test_maps_of_two_descriptors_share_one_scale_a_row():
+def test_maps_each_get_their_own_scale_and_the_caption_compares_the_maxima():
     entries = []
     for name in ("brief", "freak"):
         operator = DescriptorOperator(make_pattern(name, patch_size=32, m=512))
@@ -72,9 +72,14 @@ def test_maps_of_two_descriptors_share_one_scale_a_row():
     vector = DescriptorOperator(make_pattern("freak", patch_size=32, m=512)).frame_vector(7)
     spec = maps_figure(entries, frame_vectors=[("FREAK", 7, vector)])
     weights, occurrences, vectors = spec.rows
-    assert weights[0].vmax == weights[1].vmax == max(float(e[1].max()) for e in entries)
-    assert occurrences[0].vmax == occurrences[1].vmax == max(float(e[2].max()) for e in entries)
-    assert [p.colorbar for p in weights] == [None, "weight"] and occurrences[1].colorbar == "occurrences"
+    for row, column, quantity in ((weights, 1, "weight"), (occurrences, 2, "occurrences")):
+        # BRIEF's map spans its own colour bar, not a sliver of FREAK's
+        assert [p.vmax for p in row] == [float(e[column].max()) for e in entries]
+        assert [p.colorbar for p in row] == [quantity, quantity]
+        ratio = float(entries[1][column].max()) / float(entries[0][column].max())
+        assert f"{quantity} maxima BRIEF {entries[0][column].max():{'.3g' if column == 1 else '.0f'}}" in spec.caption
+        assert f"(largest/smallest {ratio:.3g})" in spec.caption
+    assert weights[1].vmax / weights[0].vmax > 5  # FREAK's weights dwarf BRIEF's: why one shared scale hid BRIEF
     assert "i = 7" in vectors[0].title and np.array_equal(vectors[0].image, vector)
     with pytest.raises(ValueError, match="entries must hold"):
         maps_figure([])

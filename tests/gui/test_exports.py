@@ -66,7 +66,7 @@ def test_the_maps_figure_names_the_frame_vector_shown(qtbot, window, tmp_path):
     assert record["kind"] == "figure:maps" and record["extra"]["frame_index"] == 77
     words = svg_text(written["svg"])
     assert "i = 77" in words and "L_77" in window.pattern_panel.frame.title_text()
-    assert "BRIEF M=128 weight" in words and "FREAK M=128 weight" in words  # two descriptors, one scale a row
+    assert "BRIEF M=128 weight" in words and "FREAK M=128 weight" in words  # two descriptors
     assert record["extra"]["figure"]["formats"] == ["png", "svg"]
 
 

@@ -94,3 +94,15 @@ def test_closing_while_a_file_loads_ends_the_worker(qtbot, make_window, small_pa
     assert win.loader.running
     win.close()
     assert not win.busy()  # the fixture also checks that no worker thread is left
+
+
+def test_a_refused_image_size_names_what_raises_the_limit_in_the_app(qtbot, window, tmp_path, monkeypatch):
+    # the app has no --max-pixels: its message names the environment variable it reads, and only that
+    big = png_declaring(tmp_path / "big.png", 300, 200)
+    monkeypatch.setenv("LBDVIEWER_MAX_PIXELS", "50000")
+    with qtbot.waitSignal(window.load_failed, timeout=30000) as blocker:
+        drop_file(window, big)
+    message = blocker.args[0]
+    assert "300 x 200 = 60,000 pixels, more than the limit of 50,000" in message
+    assert "LBDVIEWER_MAX_PIXELS=N" in message and "--max-pixels" not in message
+    assert message in window.message_box.text() and "--max-pixels" not in window.message_box.text()
