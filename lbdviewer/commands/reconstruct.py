@@ -123,8 +123,9 @@ def run(args):
     atomic_write_all(files)
     if not args.quiet:
         consistency = "" if metrics is None else f", bit consistency {metrics['bit_consistency']:.3f}"
+        ran = result.iterations if result.iterations_run is None else f"{result.iterations_run} of {result.iterations}"
         print(f"{args.output}: {args.descriptor}, {len(sites)} {args.sites} sites, mode {result.mode}, "
-              f"method {result.method}, {result.iterations} iterations, {result.seconds:.1f} s{consistency}")
+              f"method {result.method}, {ran} iterations, {result.seconds:.1f} s{consistency}")
     return 0
 
 
