@@ -28,10 +28,11 @@ import numpy as np
 from lbdviewer._validation import check_choice, check_finite_array, check_iterations
 from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
-from lbdviewer.sites import coverage
+from lbdviewer.sites import coarser_grid, coverage
 from lbdviewer.solvers import BIHT, PrimalDualL1
 from lbdviewer.solvers.coherence import JointCoherentContrast
-from lbdviewer.solvers.whole_image import CoarseToDense, FlatRange, JointBIHT, JointLikelihood
+from lbdviewer.solvers.whole_image import (COARSE_SPACING, CoarseToDense, FlatRange, JointBIHT, JointLikelihood,
+                                          site_subset)
 
 MODES = ("joint", "patches")
 METHODS = ("consistency", "likelihood", "coherent", "biht", "primal-dual")
@@ -386,6 +387,9 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
         solver = JointLikelihood(operator, bits, sites, shape, iterations)
     elif method == "coherent":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
+        keep = coarser_grid(sites, spacing=COARSE_SPACING)
+        if keep is not None:  # its weak-TV solve needs thousands of iterations: on the 8-pixel sub-grid only
+            operator, bits = site_subset(operator, keep), bits[keep]
         solver = JointCoherentContrast(operator, bits, iterations=iterations)
     elif method == "biht":
         packed = descriptors if kind == "packed" else pack_bits(descriptors)

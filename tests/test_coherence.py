@@ -4,7 +4,7 @@ import pytest
 import lbdviewer.solvers.coherence as coherence
 from lbdviewer.reconstruct import describe_sites, reconstruct_image
 from lbdviewer.patterns import make_pattern
-from lbdviewer.sites import grid_sites
+from lbdviewer.sites import coarser_grid, grid_sites
 from lbdviewer.solvers.coherence import (JointCoherentContrast, blurred_agreement, coherence_gain, coherent_contrast,
                                          site_average)
 from lbdviewer.testing import joint_sign_problem
@@ -78,3 +78,17 @@ def test_bad_parameters_are_refused_by_name(problem):
     with pytest.raises(ValueError, match="use mode 'joint'"):
         reconstruct_image(describe_sites(np.zeros((40, 40)), sites, pattern), sites, pattern, shape=(40, 40),
                           mode="patches", method="coherent")
+
+
+def test_dense_grids_are_solved_on_their_8_pixel_sub_grid():
+    image = np.zeros((48, 48)); image[:, 24:] = 1.0
+    pattern = make_pattern("brief", patch_size=32, m=64)
+    dense = grid_sites(image.shape, patch_size=32, offset=2)
+    result = reconstruct_image(describe_sites(image, dense, pattern), dense, pattern, shape=image.shape,
+                               method="coherent", iterations=40)
+    sparse = grid_sites(image.shape, patch_size=32, offset=8)
+    assert coarser_grid(dense, spacing=8) is not None and len(sparse) < len(dense)
+    expected = reconstruct_image(describe_sites(image, sparse, pattern), sparse, pattern, shape=image.shape,
+                                 method="coherent", iterations=40)
+    np.testing.assert_array_equal(result.image, expected.image)
+    assert result.covered.all()

@@ -214,9 +214,7 @@ class CoarseToDense(_Solver):
         dense = iterations if keep is None else max(1, int(round(DENSE_SHARE * iterations)))
         done, x0 = 0, None
         if keep is not None and iterations > dense:
-            unique = operator.patterns
-            coarse_patterns = unique[0] if len(unique) == 1 else [unique[i] for i in operator.site_pattern[keep]]
-            coarse = JointOperator(self.shape, sites[keep], coarse_patterns)
+            coarse = site_subset(operator, keep)
             for state in JointSignConsistency(coarse, bits[keep], iterations=iterations - dense).steps():
                 yield dataclasses.replace(state, finished=False)
             done, x0 = state.iteration, np.asarray(state.x[0], dtype=np.float64)
@@ -284,11 +282,7 @@ class JointLikelihood(_Solver):
         decisive = max(1, int(round(DECISIVE_SHARE * iterations))) if iterations > 1 else 0
         options = {"noise": self.noise, "smoothness": self.smoothness}
         keep = coarser_grid(sites, spacing=COARSE_SPACING)
-        first = operator
-        if keep is not None:
-            unique = operator.patterns
-            first = JointOperator(self.shape, sites[keep], unique[0] if len(unique) == 1
-                                  else [unique[i] for i in operator.site_pattern[keep]])
+        first = operator if keep is None else site_subset(operator, keep)
         state = None
         for state in BitLikelihood(first, bits if keep is None else bits[keep], iterations=iterations - decisive,
                                    **options).steps():
@@ -300,6 +294,21 @@ class JointLikelihood(_Solver):
         for state in BitLikelihood(operator, bits, keep=decisive_bits(operator, x1), iterations=decisive, x0=x1,
                                    **options).steps():
             yield dataclasses.replace(state, iteration=done + state.iteration)
+
+
+def site_subset(operator, rows):
+    """The :class:`JointOperator` of ``operator``'s sites ``rows`` (a boolean mask or indices), patterns kept.
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns import make_pattern
+    >>> op = JointOperator((16, 24), [[0, 0], [0, 8]], make_pattern("brief", patch_size=16, m=64))
+    >>> site_subset(op, np.array([False, True])).sites.tolist()
+    [[0, 8]]
+    """
+    unique = operator.patterns
+    patterns = unique[0] if len(unique) == 1 else [unique[i] for i in operator.site_pattern[rows]]
+    return JointOperator(operator.domain_shape, operator.sites[rows], patterns)
 
 
 def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
@@ -318,12 +327,11 @@ def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
     >>> mask.shape, mask.dtype
     ((2, 8), dtype('uint8'))
     """
-    sites, unique = operator.sites, operator.patterns
+    sites = operator.sites
     n_sites = len(sites)
 
     def differences(rows):
-        patterns = unique[0] if len(unique) == 1 else [unique[i] for i in operator.site_pattern[rows]]
-        return np.abs(operator_margins(JointOperator(operator.domain_shape, sites[rows], patterns), x))
+        return np.abs(operator_margins(site_subset(operator, rows), x))
 
     sample = np.unique(np.linspace(0, n_sites - 1, min(n_sites, MEDIAN_SITES)).astype(np.int64))
     if n_sites <= chunk:  # one pass of the operator itself
