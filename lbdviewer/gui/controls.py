@@ -46,7 +46,7 @@ TIPS = {
     "joint_solver": "Solver of the whole image from bits in one problem (lbdviewer reconstruct --method); "
                     "a feature file keeps its own",
     "solver": "BIHT inverts bits; the primal-dual l1 solver inverts bits or real values",
-    "iterations": "Solver iterations",
+    "iterations": "Iterations of the solver (live patch, patchwise whole image); a joint solve of bits has its own",
     "lam": "Trade-off lambda of the primal-dual solver",
     "binary": "Invert the descriptor's bits or its real-valued measurements",
     "seed": "Random seed of the pattern (BRIEF, RA-FREAK)",
@@ -57,11 +57,11 @@ CHOICE_TIPS = {
         "consistency": "sign consistency + TV (the default): the best photos; noise on flat paper comes out "
                        f"as speckle. {DEFAULT_ITERATIONS[('joint', 'consistency')]} iterations",
         "coherent": "coherent contrast: flat paper and faint noise drawn flat, text and edges kept (documents); "
-                    f"photos lose a little. Slower: up to {DEFAULT_ITERATIONS[('joint', 'coherent')]} iterations, "
-                    "about 10-15x the default's time",
+                    f"photos lose a little. Slower: up to {DEFAULT_ITERATIONS[('joint', 'coherent')]} iterations "
+                    "(it stops when no step improves), 5-15x the default's time",
         "likelihood": "bits as noisy signs: noisy documents read better than with the default, photos lose "
-                      f"brightness. {DEFAULT_ITERATIONS[('joint', 'likelihood')]} iterations, about 1.5x the "
-                      "default's time",
+                      f"brightness. {DEFAULT_ITERATIONS[('joint', 'likelihood')]} iterations, "
+                      "1-1.5x the default's time",
     },
 }
 LABELS = {
