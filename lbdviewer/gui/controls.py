@@ -108,6 +108,7 @@ class ParametersPanel(QWidget):
     def __init__(self, parameters, parent=None):
         super().__init__(parent)
         self.parameters = parameters
+        self.feature_file = False
         self.widgets = {}
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -231,10 +232,17 @@ class ParametersPanel(QWidget):
             + "\n" + self._joint_solver_note()
         )
 
+    def set_feature_file(self, is_open):
+        """A feature file is open (True) or not: its inversion keeps its own solver, so the joint solver is unused."""
+        self.feature_file = bool(is_open)
+        self.sync()
+
     def _joint_solver_note(self):
         """Enable the joint solver's choice when it applies; say what it will run, or why it does not apply."""
         p, widget = self.parameters, self.widgets["joint_solver"]
         unused = p.why_unused("joint_solver")
+        if self.feature_file and not unused:
+            unused = "a feature file is inverted by its own solver (as lbdviewer invert)"
         widget.setEnabled(not unused)
         if unused:
             widget.setToolTip(f"{TIPS['joint_solver']}\nDisabled: {unused}")

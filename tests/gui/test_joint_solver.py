@@ -89,3 +89,11 @@ def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qt
     record = read_sidecar(sidecar)  # strict JSON, the run-record schema
     assert record["status"] == "cancelled" and record["solver"]["method"] == "coherent"
     assert record["solver"]["iterations_requested"] == DEFAULT_ITERATIONS[("joint", "coherent")]
+
+
+def test_a_feature_file_keeps_its_own_solver(qtbot, window, make_image, open_extracted_features):
+    combo = window.controls.widgets["joint_solver"]
+    assert open_extracted_features(np.tile(make_image(), (2, 2)), "orb", n_keypoints=20, timeout=20000) == [True]
+    assert not combo.isEnabled() and "feature file is inverted by its own solver" in window.controls.note.text()
+    window.session.set_image(make_image(), "test-image", sha256="0" * 64)  # an image again: the choice applies
+    assert combo.isEnabled()
