@@ -72,11 +72,13 @@ def test_a_coherent_run_says_coherent_and_draws_flat_noise_flat(qtbot, make_wind
     assert "joint_solver" not in record["parameters"]  # the method that ran says it
 
 
-def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qtbot, window, tmp_path):
-    window.parameters.offset = 2  # 1681 sites: far longer than the wait below
+def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qtbot, make_window, make_image,
+                                                                             tmp_path):
+    window = make_window(Parameters())  # 32x32 patches, M = 512, offset 8
+    window.session.set_image(make_image(256), "test-image", sha256="0" * 64)
     window.controls.set_value("joint_solver", "coherent")
     window.rebuild()
-    window.run_whole()
+    window.run_whole()  # ~1300 iterations, ~20x the wait below
     qtbot.waitUntil(lambda: window.whole.progress.value() >= 1, timeout=10000)  # the bar moves
     with qtbot.waitSignal(window.whole_finished, timeout=5000) as blocker:
         QTest.keyClick(window, Qt.Key.Key_Escape)
