@@ -207,8 +207,8 @@ class ParametersPanel(QWidget):
                         item = widget.model().item(index)
                         enabled = widget.itemData(index) in allowed
                         item.setEnabled(enabled)
-                        tip = CHOICE_TIPS.get(name, {}).get(widget.itemData(index)) if enabled else \
-                            self._why_disabled(name)
+                        tip = (CHOICE_TIPS.get(name, {}).get(widget.itemData(index)) if enabled
+                               else self._why_disabled(name))
                         widget.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
                     widget.setCurrentIndex(widget.findData(getattr(p, name)))
                 else:
@@ -230,7 +230,7 @@ class ParametersPanel(QWidget):
             f"M: {self._range_text(m_limits)} — {m_limits.reason}.\n"
             + ("BIHT needs bits: pick the primal-dual solver for real values." if p.solver == "biht"
                else "Primal-dual inverts bits or real values.")
-            + "\n" + self._joint_solver_note()
+            + "\n" + self._sync_joint_solver()
         )
 
     def set_feature_file(self, is_open):
@@ -238,8 +238,8 @@ class ParametersPanel(QWidget):
         self.feature_file = bool(is_open)
         self.sync()
 
-    def _joint_solver_note(self):
-        """Enable the joint solver's choice when it applies; say what it will run, or why it does not apply."""
+    def _sync_joint_solver(self):
+        """Enable the joint solver's choice when it applies; return the note's line: what runs, or why it does not."""
         p, widget = self.parameters, self.widgets["joint_solver"]
         unused = p.why_unused("joint_solver")
         if self.feature_file and not unused:

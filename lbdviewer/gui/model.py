@@ -177,9 +177,9 @@ class Parameters:
     def why_unused(self, name):
         """Why parameter ``name`` plays no part in the runs the other values ask for; ``""`` when it does.
 
-        Only ``"joint_solver"`` can be unused: it solves the whole image
-        jointly from bits, so patchwise runs and real values do without it
-        (the form disables it and says why).
+        Asked of ``"joint_solver"`` (the form disables it and says why): it
+        solves the whole image jointly from bits, so patchwise runs and real
+        values do without it.
 
         Examples
         --------
