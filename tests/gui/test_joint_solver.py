@@ -1,7 +1,6 @@
 """The joint solver choice: the form, the whole-image run it starts, its record, progress and cancel."""
 
 import numpy as np
-import pytest
 from PyQt6.QtCore import Qt
 from PyQt6.QtTest import QTest
 
@@ -42,11 +41,6 @@ def test_the_choice_sets_the_parameter_and_is_enabled_only_for_a_joint_solve_of_
     assert not combo.isEnabled() and "real values are solved jointly by primal-dual" in controls.note.text()
     controls.set_value("binary", True)
     assert combo.isEnabled()
-
-
-def test_a_bad_joint_solver_is_refused_by_name():
-    with pytest.raises(ValueError, match="joint_solver must be one of .* got 'biht'"):
-        Parameters(joint_solver="biht")
 
 
 def test_a_coherent_run_says_coherent_and_draws_flat_noise_flat(qtbot, make_window, tmp_path):
