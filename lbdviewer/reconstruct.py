@@ -105,7 +105,9 @@ class ImageProgress:
 
     ``done`` of ``total`` work units (patches or iterations) are finished;
     ``estimate`` is the current whole-image estimate when one is cheap to
-    give (None otherwise); ``result`` is set on the last report only.
+    give (None otherwise); ``result`` is set on the last report only. Joint
+    solves report every iteration (the solver's own read-only snapshot), so
+    a caller that stops consuming stops the solve within one iteration.
     """
 
     done: int
@@ -378,7 +380,6 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
 # -- joint -------------------------------------------------------------------
 def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam):
     operator = JointOperator(shape, sites, patterns)
-    report_every = max(1, iterations // 100)
     if method == "consistency":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
         solver = CoarseToDense(operator, bits, sites, shape, iterations)
@@ -399,8 +400,7 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
         solver = PrimalDualL1(FlatRange(operator), values.reshape(1, -1).astype(np.float32), lam=lam,
                               iterations=iterations, constraint="box", binary=kind != "real", backend="batched")
     state = None
-    for state in solver.steps():
-        if state.iteration % report_every == 0 or state.finished:
-            yield ImageProgress(done=min(state.iteration, iterations), total=iterations, estimate=state.x[0])
+    for state in solver.steps():  # every iteration: each report is a point where a caller can stop
+        yield ImageProgress(done=min(state.iteration, iterations), total=iterations, estimate=state.x[0])
     consistency = None if state.bit_consistency is None else float(state.bit_consistency[0])
     yield np.asarray(state.x[0], dtype=np.float64), consistency, int(state.iteration)

@@ -3,7 +3,8 @@ import pytest
 
 from lbdviewer.metrics import correlation
 from lbdviewer.patterns import make_pattern
-from lbdviewer.reconstruct import average_patches, describe_sites, reconstruct_image
+from lbdviewer.reconstruct import WHOLE_IMAGE_METHODS, average_patches, describe_sites, iter_reconstruct_image, \
+    reconstruct_image
 from lbdviewer.sites import grid_sites
 
 
@@ -30,6 +31,19 @@ def test_an_edge_is_recovered(mode, method):
                                mode=mode, method=method, iterations=80)
     assert result.mode == mode and result.covered.all()
     assert correlation(image, result.image) > 0.6
+
+
+@pytest.mark.parametrize("method", WHOLE_IMAGE_METHODS)
+def test_a_joint_solve_reports_every_iteration(method):
+    """Each report is a point where the app can cancel: a long solve must not run on for many iterations."""
+    image = np.zeros((24, 24)); image[:, 12:] = 1.0
+    pattern = make_pattern("brief", patch_size=16, m=128)
+    sites = grid_sites(image.shape, patch_size=16, offset=4)
+    reports = list(iter_reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
+                                          mode="joint", method=method, iterations=200))
+    ran = reports[-1].result.iterations_run
+    assert ran > 2 and [report.done for report in reports[:-1]] == list(range(1, ran + 1))
+    assert all(report.estimate.shape == image.shape for report in reports)
 
 
 def test_descriptor_forms_and_errors():

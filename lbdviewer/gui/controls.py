@@ -23,11 +23,16 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from lbdviewer.gui import jobs
+from lbdviewer.reconstruct import DEFAULT_ITERATIONS
+
 CHOICES = {
     "family": (("brief", "BRIEF"), ("freak", "FREAK"), ("ra-freak", "RA-FREAK"), ("ex-freak", "EX-FREAK")),
     "solver": (("biht", "BIHT (1-bit CS)"), ("primal-dual", "Primal-dual l1")),
     "sites": (("grid", "grid with offset"), ("fast", "FAST keypoints")),
     "mode": (("patches", "patchwise + averaging"), ("joint", "joint (one problem)")),
+    "joint_solver": (("consistency", "sign consistency"), ("coherent", "coherent contrast"),
+                     ("likelihood", "noisy-bit likelihood")),
     "binary": ((True, "binary (bits)"), (False, "real-valued")),
 }
 TIPS = {
@@ -38,19 +43,36 @@ TIPS = {
     "offset": "Grid offset N_off between patches for the whole image (P: no overlap, 1: dense)",
     "sites": "Where the whole-image patches are taken",
     "mode": "Whole image: patches solved separately and averaged, or jointly as one problem",
+    "joint_solver": "Solver of the whole image from bits in one problem (lbdviewer reconstruct --method); "
+                    "a feature file keeps its own",
     "solver": "BIHT inverts bits; the primal-dual l1 solver inverts bits or real values",
-    "iterations": "Solver iterations",
+    "iterations": "Iterations of the solver (live patch, patchwise whole image); a joint solve of bits has its own",
     "lam": "Trade-off lambda of the primal-dual solver",
     "binary": "Invert the descriptor's bits or its real-valued measurements",
     "seed": "Random seed of the pattern (BRIEF, RA-FREAK)",
 }
+#: What a choice is for and what it costs (its item's tooltip).
+CHOICE_TIPS = {
+    "joint_solver": {
+        "consistency": "sign consistency + TV (the default): the fastest; noise on flat paper comes out as speckle. "
+                       f"{DEFAULT_ITERATIONS[('joint', 'consistency')]} iterations",
+        "coherent": "coherent contrast: flat paper and faint noise drawn flat, text and edges kept (documents), "
+                    "photos closer to the original than the default's. Slower: up to "
+                    f"{DEFAULT_ITERATIONS[('joint', 'coherent')]} iterations (it stops when no step improves), "
+                    "5-15x the default's time",
+        "likelihood": "bits as noisy signs: noisy documents read better than with the default, but photos lose "
+                      f"brightness and detail. {DEFAULT_ITERATIONS[('joint', 'likelihood')]} iterations, "
+                      "1-1.5x the default's time",
+    },
+}
 LABELS = {
     "family": "Descriptor", "patch_size": "Patch size P", "m": "Measurements M", "sparsity": "Sparsity K",
-    "offset": "Offset N_off", "sites": "Sites", "mode": "Whole image", "solver": "Solver",
+    "offset": "Offset N_off", "sites": "Sites", "mode": "Whole image", "joint_solver": "Joint solver",
+    "solver": "Solver",
     "iterations": "Iterations", "lam": "Lambda", "binary": "Measurements", "seed": "Seed",
 }
 ORDER = ("family", "patch_size", "m", "binary", "solver", "sparsity", "iterations", "lam", "seed",
-         "offset", "sites", "mode")
+         "offset", "sites", "mode", "joint_solver")
 
 
 class ReportingSpinBox(QSpinBox):
@@ -87,6 +109,7 @@ class ParametersPanel(QWidget):
     def __init__(self, parameters, parent=None):
         super().__init__(parent)
         self.parameters = parameters
+        self.feature_file = False
         self.widgets = {}
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -184,8 +207,9 @@ class ParametersPanel(QWidget):
                         item = widget.model().item(index)
                         enabled = widget.itemData(index) in allowed
                         item.setEnabled(enabled)
-                        widget.setItemData(index, None if enabled else self._why_disabled(name),
-                                           Qt.ItemDataRole.ToolTipRole)
+                        tip = (CHOICE_TIPS.get(name, {}).get(widget.itemData(index)) if enabled
+                               else self._why_disabled(name))
+                        widget.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
                     widget.setCurrentIndex(widget.findData(getattr(p, name)))
                 else:
                     limits = p.limits(name)
@@ -206,7 +230,26 @@ class ParametersPanel(QWidget):
             f"M: {self._range_text(m_limits)} — {m_limits.reason}.\n"
             + ("BIHT needs bits: pick the primal-dual solver for real values." if p.solver == "biht"
                else "Primal-dual inverts bits or real values.")
+            + "\n" + self._sync_joint_solver()
         )
+
+    def set_feature_file(self, is_open):
+        """A feature file is open (True) or not: its inversion keeps its own solver, so the joint solver is unused."""
+        self.feature_file = bool(is_open)
+        self.sync()
+
+    def _sync_joint_solver(self):
+        """Enable the joint solver's choice when it applies; return the note's line: what runs, or why it does not."""
+        p, widget = self.parameters, self.widgets["joint_solver"]
+        unused = p.why_unused("joint_solver")
+        if self.feature_file and not unused:
+            unused = "a feature file is inverted by its own solver (as lbdviewer invert)"
+        widget.setEnabled(not unused)
+        if unused:
+            widget.setToolTip(f"{TIPS['joint_solver']}\nDisabled: {unused}")
+            return f"{unused[0].upper()}{unused[1:]}."
+        widget.setToolTip(f"{TIPS['joint_solver']}\nNow: {CHOICE_TIPS['joint_solver'][p.joint_solver]}")
+        return f"Whole image: {p.joint_solver}, at most {jobs.whole_image_budget(p.as_dict())} iterations."
 
     @staticmethod
     def _range_text(limits):

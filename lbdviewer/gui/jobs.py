@@ -19,7 +19,7 @@ from lbdviewer import io, metrics
 from lbdviewer.limits import ResourceLimitError
 from lbdviewer.operators import DescriptorOperator
 from lbdviewer.patterns import max_measurements, make_pattern
-from lbdviewer.reconstruct import default_method, describe_sites, iter_reconstruct_image
+from lbdviewer.reconstruct import DEFAULT_ITERATIONS, default_method, describe_sites, iter_reconstruct_image
 from lbdviewer.sites import fast_sites, grid_sites
 from lbdviewer.solvers import BIHT, PrimalDualL1
 
@@ -295,17 +295,46 @@ def image_sites(image, parameters):
 
 
 def whole_image_method(parameters):
-    """The whole image's solver: the live solver, but sign consistency for a joint solve of bits."""
+    """The whole image's solver: the live solver, but the chosen joint solver for a joint solve of bits.
+
+    Examples
+    --------
+    >>> p = {"mode": "joint", "binary": True, "solver": "biht", "joint_solver": "coherent"}
+    >>> whole_image_method(p), whole_image_method({**p, "mode": "patches"})
+    ('coherent', 'biht')
+    """
     if parameters["mode"] == "joint" and parameters["binary"]:
-        return default_method("joint", True)
+        return parameters.get("joint_solver", default_method("joint", True))
     return parameters["solver"]
 
 
 def whole_image_iterations(parameters):
-    """The live solver's iteration count, or the joint solver's own default when that differs."""
+    """The live solver's iteration count, or None (the whole-image solver's own default) when that differs.
+
+    Examples
+    --------
+    >>> p = {"mode": "joint", "binary": True, "solver": "biht", "joint_solver": "coherent", "iterations": 40}
+    >>> whole_image_iterations(p), whole_image_iterations({**p, "mode": "patches"})
+    (None, 40)
+    """
     if whole_image_method(parameters) != parameters["solver"]:
         return None
     return parameters["iterations"]
+
+
+def whole_image_budget(parameters):
+    """The iterations the whole-image solver is given: :func:`whole_image_iterations`, or its method's default.
+
+    Examples
+    --------
+    >>> whole_image_budget({"mode": "joint", "binary": True, "solver": "biht", "joint_solver": "coherent",
+    ...                     "iterations": 40})
+    3000
+    """
+    iterations = whole_image_iterations(parameters)
+    if iterations is None:
+        return DEFAULT_ITERATIONS[(parameters["mode"], whole_image_method(parameters))]
+    return iterations
 
 
 def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):

@@ -349,6 +349,7 @@ class MainWindow(QMainWindow):
     def _on_session_changed(self, name, value):
         if name == "image":
             self.presenter.show_image()
+            self.controls.set_feature_file(self.session.features is not None)
             self.setWindowTitle(f"lbdviewer — {self.session.name}")
             self.rebuild()
         elif name == "pattern":

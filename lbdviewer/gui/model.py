@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lbdviewer import patterns
+from lbdviewer.reconstruct import WHOLE_IMAGE_METHODS, default_method
 
 FAMILIES = patterns.FAMILIES
 SOLVERS = ("biht", "primal-dual")
+#: Solvers of the whole image from bits at once (``lbdviewer reconstruct --method``), the default first.
+JOINT_SOLVERS = WHOLE_IMAGE_METHODS
 SITES = ("grid", "fast")
 MODES = ("patches", "joint")
 FREAK_ALL_PAIRS = 903
@@ -70,7 +73,8 @@ class Parameters:
         BRIEF, 32x32 patches, M = 512, K = 40 % of the Haar coefficients,
         BIHT with 200 iterations, lambda = 0.1, binary bits; the whole image
         is solved jointly on a grid with offset 8 (beyond the paper: patchwise
-        averaging throws away the brightness that overlaps pin down).
+        averaging throws away the brightness that overlaps pin down), from
+        bits by sign consistency (``joint_solver``).
 
     Examples
     --------
@@ -96,6 +100,7 @@ class Parameters:
         "offset": 8,
         "sites": "grid",
         "mode": "joint",
+        "joint_solver": default_method("joint", True),
         "solver": "biht",
         "iterations": 200,
         "lam": 0.1,
@@ -163,9 +168,33 @@ class Parameters:
             return SITES
         if name == "mode":
             return MODES
+        if name == "joint_solver":
+            return JOINT_SOLVERS
         if name == "binary":
             return (True, False) if self._values["solver"] != "biht" else (True,)
         raise ValueError(f"name must be a categorical parameter, got {name!r}")
+
+    def why_unused(self, name):
+        """Why parameter ``name`` plays no part in the runs the other values ask for; ``""`` when it does.
+
+        Asked of ``"joint_solver"`` (the form disables it and says why): it
+        solves the whole image jointly from bits, so patchwise runs and real
+        values do without it.
+
+        Examples
+        --------
+        >>> Parameters().why_unused("joint_solver")
+        ''
+        >>> Parameters(mode="patches").why_unused("joint_solver")
+        'the joint solver is used only when the whole image is solved jointly (Whole image: joint)'
+        """
+        if name != "joint_solver":
+            raise ValueError(f"name must be 'joint_solver', got {name!r}")
+        if self._values["mode"] != "joint":
+            return "the joint solver is used only when the whole image is solved jointly (Whole image: joint)"
+        if not self._values["binary"]:
+            return "the joint solver inverts bits only; real values are solved jointly by primal-dual"
+        return ""
 
     # -- writing ---------------------------------------------------------------
     def subscribe(self, callback):
@@ -203,7 +232,7 @@ class Parameters:
         ...
         ValueError: m must be between 1 and 4096 for brief (distinct point pairs in a 32x32 patch (at most 4096)), got 5000
         """
-        if name in ("family", "solver", "sites", "mode"):
+        if name in ("family", "solver", "sites", "mode", "joint_solver"):
             choices = self.allowed(name)
             if value not in choices:
                 reason = ""

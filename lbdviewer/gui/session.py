@@ -127,10 +127,12 @@ class WholeRun:
 
     @property
     def iterations(self):
-        """The iteration budget of the solver that ran."""
+        """The iteration budget of the solver that ran (of a cancelled run: the one it was given)."""
         if self.result is not None:
             return int(self.result.iterations)
-        return jobs.whole_image_iterations(self.parameters)
+        if self.features:  # feature_updates gives the inversion the form's count
+            return int(self.parameters["iterations"])
+        return jobs.whole_image_budget(self.parameters)
 
     @property
     def stopped_early(self):

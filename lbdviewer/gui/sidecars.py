@@ -89,9 +89,14 @@ def source_record(session, *, crop=None, array=None):
 
 
 def _app_parameters(parameters, exclude=()):
-    """The app's parameters the core does not report itself (family, seed, site rule, ...)."""
+    """The app's parameters the core does not report itself (family, seed, site rule, ...).
+
+    The form's solver choices (``solver``, ``joint_solver``) are left out:
+    the record's ``method`` is the solver that ran.
+    """
     renamed = {("site_rule" if key == "sites" else key): value for key, value in parameters.items()}
-    return {key: value for key, value in renamed.items() if key not in exclude and key != "solver"}
+    return {key: value for key, value in renamed.items()
+            if key not in exclude and key not in ("solver", "joint_solver")}
 
 
 def live_record(kind, session, *, display=None, extra=None):

@@ -240,6 +240,29 @@ def test_whole_image_reconstruction_can_be_cancelled(qtbot, window):
     qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() == 0, timeout=5000)
 
 
+def test_a_running_estimate_is_redrawn_at_most_every_half_second_and_the_progress_every_update(window):
+    from lbdviewer.gui.jobs import WholeUpdate
+    from lbdviewer.gui.presenter import ESTIMATE_REDRAW_SECONDS
+
+    session, panel = window.session, window.whole
+    now = [100.0]
+    window.presenter.clock = lambda: now[0]
+    session.start_whole()  # recorded as running; its updates are fed by hand below
+    first, second = np.tri(96), np.fliplr(np.tri(96))  # two different estimates
+    session.whole_progress(WholeUpdate(0.1, first))
+    drawn = panel.result.array.copy()
+    now[0] += 0.9 * ESTIMATE_REDRAW_SECONDS
+    session.whole_progress(WholeUpdate(0.2, second))
+    assert panel.progress.value() == 20 and np.array_equal(panel.result.array, drawn)  # not drawn again yet
+    now[0] += 0.2 * ESTIMATE_REDRAW_SECONDS
+    session.whole_progress(WholeUpdate(0.3, second))
+    assert panel.progress.value() == 30 and not np.array_equal(panel.result.array, drawn)
+    drawn = panel.result.array.copy()
+    session.whole_progress(WholeUpdate(0.4, first))
+    session.whole_ended(False)  # an ended run is drawn at once
+    assert panel.result.title_text().startswith("Cancelled at 40 %") and not np.array_equal(panel.result.array, drawn)
+
+
 def test_feature_file_shows_keypoints_and_inverts_them(window, make_image, open_extracted_features):
     image = np.tile(make_image(), (2, 2))
     assert open_extracted_features(image, "orb", n_keypoints=20, timeout=20000) == [True]

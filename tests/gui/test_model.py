@@ -78,3 +78,19 @@ def test_m_is_remembered_per_family():
     fresh.family = "ex-freak"
     fresh.family = "brief"
     assert fresh.m == 512  # the default comes back too
+
+
+def test_the_joint_solver_is_one_of_the_whole_image_methods_and_says_when_it_is_unused():
+    p = Parameters()
+    assert p.joint_solver == "consistency" and p.allowed("joint_solver") == ("consistency", "likelihood", "coherent")
+    with pytest.raises(ValueError, match="joint_solver must be one of .* got 'biht'"):
+        p.joint_solver = "biht"
+    p.joint_solver = "coherent"
+    p.mode = "patches"
+    assert "solved jointly" in p.why_unused("joint_solver") and p.joint_solver == "coherent"
+    p.mode = "joint"
+    p.solver = "primal-dual"
+    p.binary = False
+    assert "inverts bits only" in p.why_unused("joint_solver")
+    p.binary = True
+    assert p.why_unused("joint_solver") == ""
