@@ -1,8 +1,9 @@
 """Reconstruct a batch of patches from their descriptors, in memory-bounded chunks.
 
-The two paper methods with the paper's defaults: BIHT on bits (200
-iterations, K = 40 % of the Haar coefficients) and the primal-dual l1 solver
-(1000 iterations, lambda = 0.1) on real values or bits.
+The two paper methods: BIHT on bits (the paper's 200 iterations, K = 40 % of
+the Haar coefficients) and the primal-dual l1 solver on real values or bits
+(the paper's 1000 iterations; lambda = :data:`~lbdviewer.solvers.DEFAULT_LAM`,
+not the paper's 0.1, which leaves most patches constant with unit-l1 fields).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import check_choice, check_int
-from .solvers import BIHT, PrimalDualL1
+from .solvers import BIHT, DEFAULT_LAM, PrimalDualL1
 from .solvers.base import domain_shape_of
 
 PATCH_METHODS = ("biht", "primal-dual")  # the solvers of one patch at a time
@@ -18,7 +19,7 @@ DEFAULT_ITERATIONS = {"biht": 200, "primal-dual": 1000}
 
 
 def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations=None,
-                             sparsity=0.4, lam=0.1, binary=None, chunk=1024):
+                             sparsity=0.4, lam=DEFAULT_LAM, binary=None, chunk=1024):
     """Reconstruct patches chunk by chunk, yielding progress after each chunk.
 
     Parameters
@@ -36,7 +37,7 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
     sparsity : float
         BIHT: fraction of Haar coefficients kept.
     lam : float
-        Primal-dual: data weight.
+        Primal-dual: data weight (default :data:`~lbdviewer.solvers.DEFAULT_LAM`).
     binary : bool, optional
         Primal-dual: whether the descriptors are bits (default: detected).
     chunk : int
@@ -87,7 +88,7 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
 
 
 def reconstruct_patches(descriptors, operator, *, method="biht", iterations=None,
-                        sparsity=0.4, lam=0.1, binary=None, chunk=1024):
+                        sparsity=0.4, lam=DEFAULT_LAM, binary=None, chunk=1024):
     """Reconstruct every patch of a batch of descriptors.
 
     Same parameters as :func:`iter_reconstruct_patches`.

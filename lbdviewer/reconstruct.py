@@ -29,7 +29,7 @@ from lbdviewer._validation import check_choice, check_finite_array, check_iterat
 from lbdviewer.joint import JointOperator, index_patterns
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.sites import coarser_grid, coverage
-from lbdviewer.solvers import BIHT, PrimalDualL1
+from lbdviewer.solvers import BIHT, DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.coherence import JointCoherentContrast
 from lbdviewer.solvers.whole_image import (COARSE_SPACING, CoarseToDense, FlatRange, JointBIHT, JointLikelihood,
                                           site_subset)
@@ -229,7 +229,7 @@ def _descriptor_kind(descriptors, m):
 
 
 def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, method=None,
-                           iterations=None, sparsity=0.4, lam=0.1, chunk=1024):
+                           iterations=None, sparsity=0.4, lam=DEFAULT_LAM, chunk=1024):
     """Reconstruct a whole image, yielding :class:`ImageProgress` as work is done.
 
     Parameters
@@ -256,7 +256,9 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     sparsity : float
         Share of Haar coefficients BIHT keeps (paper: 0.4).
     lam : float
-        Data weight of primal-dual (paper: 0.1).
+        Data weight of primal-dual, patchwise and joint (default
+        :data:`~lbdviewer.solvers.DEFAULT_LAM`; the paper's 0.1 leaves most
+        patches that overlap no other exactly constant).
     chunk : int
         Patches per solver batch in ``"patches"`` mode.
 
@@ -312,7 +314,7 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
 
 
 def reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, method=None, iterations=None,
-                      sparsity=0.4, lam=0.1, chunk=1024):
+                      sparsity=0.4, lam=DEFAULT_LAM, chunk=1024):
     """Reconstruct a whole image from the descriptors of its patches.
 
     Same parameters as :func:`iter_reconstruct_image`; returns its final

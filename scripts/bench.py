@@ -1,7 +1,8 @@
 """Benchmark the patch solvers: production path vs. the dense per-patch reference.
 
-Real 32x32 patches of ``skimage.data.camera()``, M = 512, paper defaults (BIHT
-200 iterations with K = 40 %, primal-dual 1000 iterations with lambda = 0.1),
+Real 32x32 patches of ``skimage.data.camera()``, M = 512, the defaults (BIHT
+200 iterations with K = 40 %, primal-dual 1000 iterations with lambda =
+``DEFAULT_LAM``, not the paper's 0.1 that leaves most patches constant),
 for BRIEF (1024 tiny Gaussian fields) and FREAK (43 box fields); BIHT inverts
 bits, primal-dual real-valued descriptors. Prints
 patches/s of both paths, their ratio, the mean iterations a patch ran before

@@ -35,7 +35,7 @@ def test_biht_reconstruction_resembles_the_patches(operator, patches):
 
 def test_primal_dual_on_real_descriptors(operator, patches):
     out = reconstruct_patches(operator.describe(patches, binary=False), operator,
-                              method="primal-dual", lam=1.0, iterations=300)
+                              method="primal-dual", iterations=300)  # lam = DEFAULT_LAM
     correlation = [np.corrcoef(a.ravel(), b.ravel())[0, 1] for a, b in zip(out, patches)]
     assert np.mean(correlation) > 0.3
 

@@ -293,8 +293,9 @@ def test_primal_dual_matches_linear_program(backend):
     b = rng.standard_normal((3, 24))
     op = MatrixOperator(matrix, (4, 4), factors=True)
     iterations = 6000 if backend == "fused" else 2500
-    state = PrimalDualL1(op, b, iterations=iterations, backend=backend).run()
-    optimum = np.array([_lp_optimum(matrix, HaarTransform((4, 4)).matrix(), row, 0.1) for row in b])
+    lam = 0.1  # a random Gaussian matrix: the data term is on another scale than unit-l1 fields
+    state = PrimalDualL1(op, b, lam=lam, iterations=iterations, backend=backend).run()
+    optimum = np.array([_lp_optimum(matrix, HaarTransform((4, 4)).matrix(), row, lam) for row in b])
     tolerance = 1e-3 if backend == "fused" else 3e-3
     np.testing.assert_allclose(state.objective, optimum, rtol=tolerance)
     assert state.bit_consistency is None
@@ -303,7 +304,8 @@ def test_primal_dual_matches_linear_program(backend):
 def test_primal_dual_on_descriptor_operator_reaches_optimum(small):
     patches = _camera_patches(2, size=16, seed=2)
     b = small.describe(patches, binary=False)
-    states = list(PrimalDualL1(small, b, iterations=1000).steps())
+    # the paper's lam: at DEFAULT_LAM = 10 the same 1000 iterations leave 23 % of the excess (8000: 7 %)
+    states = list(PrimalDualL1(small, b, lam=0.1, iterations=1000).steps())
     optimum = [_lp_optimum(small.matrix(), HaarTransform((16, 16)).matrix(), row, 0.1) for row in b]
     # The DC coefficient (fixed by the mean constraint) dominates the objective,
     # so compare the excess over the optimum.
@@ -333,7 +335,8 @@ def test_primal_dual_fused_follows_reference_on_full_patterns(family, brief, fre
     fused = list(PrimalDualL1(op, b, iterations=30, backend="fused").steps())
     assert len(fused) == len(reference) == 30
     curve = np.stack([state.objective for state in fused])
-    np.testing.assert_allclose(curve, np.stack([state.objective for state in reference]), rtol=1e-5)
+    # float32 sums in another order; the default lam weighs the data residual's rounding 100 times the paper's
+    np.testing.assert_allclose(curve, np.stack([state.objective for state in reference]), rtol=5e-5)
     np.testing.assert_allclose(fused[-1].x, reference[-1].x, atol=1e-5)
     final = PrimalDualL1(op, b, iterations=30, backend="fused").run()
     np.testing.assert_allclose(final.x, reference[-1].x, atol=1e-5)
@@ -356,9 +359,9 @@ def test_primal_dual_fused_rows_do_not_depend_on_their_neighbours(brief):
 
 def test_primal_dual_accepts_bits(small):
     patches = _camera_patches(4, size=16, seed=4)
-    # With unit-L1 kernels, |Lx| << 1 = |b|: lam = 0.1 drives the estimate to the
-    # flat "null solution" the paper reports; lam ~ 1 reconstructs.
-    state = PrimalDualL1(small, small.describe(patches), lam=1.0, iterations=300).run()
+    # With unit-L1 kernels the paper's lam = 0.1 drives most patches to the flat
+    # "null solution" (tests/test_primal_dual_lam.py); the default reconstructs.
+    state = PrimalDualL1(small, small.describe(patches), iterations=300).run()
     assert state.bit_consistency is not None and state.bit_consistency.mean() > 0.7
     assert state.bit_consistency.shape == (4,)
 

@@ -25,6 +25,7 @@ from lbdviewer.progress import advance, progress_bar
 from lbdviewer.reconstruct import METHODS, MODES, describe_sites, iter_reconstruct_image
 from lbdviewer.records import solver_record
 from lbdviewer.sites import fast_sites, grid_sites
+from lbdviewer.solvers import DEFAULT_LAM
 
 
 #: Differences of field means within this of zero count as ties when the
@@ -66,7 +67,9 @@ def add_parser(subparsers):
     parser.add_argument("--iterations", type=positive_int, default=None,
                         help="solver iterations (default: the method's, e.g. 200 for consistency)")
     parser.add_argument("--sparsity", type=fraction, default=0.4, help="share of Haar coefficients BIHT keeps")
-    parser.add_argument("--lam", type=positive_float, default=0.1, help="primal-dual data weight")
+    parser.add_argument("--lam", type=positive_float, default=DEFAULT_LAM,
+                        help=f"primal-dual data weight (default {DEFAULT_LAM:g}; the paper's 0.1 leaves most "
+                             f"patches constant with unit-l1 fields)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random patterns")
     parser.add_argument("--metrics", metavar="OUT.json", default=None, help="write metrics and parameters (JSON)")
     parser.add_argument("--raw", action="store_true",

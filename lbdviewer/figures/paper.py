@@ -36,6 +36,7 @@ from lbdviewer.patterns import make_pattern
 from lbdviewer.reconstruct import default_method, describe_sites, reconstruct_image
 from lbdviewer.records import image_source, run_record, solver_record
 from lbdviewer.sites import fast_sites, grid_sites
+from lbdviewer.solvers import DEFAULT_LAM
 
 PATCH_SIZE = 32
 # (image, top, left, side) of the regions the figures use
@@ -46,9 +47,6 @@ QUICK_OFFSET1_CROP = ("camera", 112, 224, 40)
 QUICK_FAST_CROP = ("camera", 80, 200, 96)
 QUICK_SHAPES_CROP = ("shapes", 32, 32, 64)
 QUICK_ITERATIONS = {"biht": 15, "primal-dual": 40, "consistency": 30}
-#: Primal-dual data weight of the real-valued panels of ``fast-real``. The paper's 0.1 leaves most
-#: patches exactly constant: see :func:`fast_real_figure`.
-REAL_LAM = 10.0
 FAST_NOTE = "FAST keypoints (OpenCV defaults: threshold 10, non-max suppression)"
 
 
@@ -59,8 +57,8 @@ class _Runs:
         self.quick = quick
         self.panels = {}
 
-    def reconstruct(self, key, image, pattern, sites, *, mode, binary=True, lam=0.1):
-        """Describe ``image`` at ``sites`` and reconstruct (primal-dual data weight ``lam``).
+    def reconstruct(self, key, image, pattern, sites, *, mode, binary=True):
+        """Describe ``image`` at ``sites`` and reconstruct with the defaults (primal-dual: :data:`DEFAULT_LAM`).
 
         Returns (displayed image, result).
         """
@@ -68,7 +66,7 @@ class _Runs:
         iterations = QUICK_ITERATIONS[method] if self.quick else None
         descriptors = describe_sites(image, sites, pattern, binary=binary)
         result = reconstruct_image(descriptors, sites, pattern, shape=image.shape, mode=mode, method=method,
-                                   iterations=iterations, lam=lam)
+                                   iterations=iterations)
         metrics = {}
         if result.covered.sum() >= 49 and min(image.shape) >= 7:
             quality = image_metrics(image, result.image, mask=result.covered)
@@ -208,7 +206,7 @@ def offsets_figure(*, quick=False):
                     parameters={"offset_1_source": crop_source, "pattern": pattern.describe_params()}))
 
 
-def _fast_rows(names, families, *, binary, quick, runs, lams):
+def _fast_rows(names, families, *, binary, quick, runs):
     rows, sources = [], {}
     for name in names:
         if quick:
@@ -224,22 +222,19 @@ def _fast_rows(names, families, *, binary, quick, runs, lams):
             row = [original]
             for mode in ("patches", "joint"):
                 shown, result = runs.reconstruct(f"{name} {family} {mode}", image, pattern, sites, mode=mode,
-                                                 binary=binary, lam=lams[mode])
-                weight = f"\u03bb={lams[mode]:g}" if result.method == "primal-dual" else None
+                                                 binary=binary)
+                weight = f"\u03bb={result.params['lam']:g}" if result.method == "primal-dual" else None
                 row.append(Panel(shown, title=run_title(descriptor=family, m=pattern.m, solver=result.method,
                                                         mode=result.mode, extra=weight)))
             rows.append(row)
     return rows, sources
 
 
-def _fast_figure(name, families, *, binary, caption, quick, lams=None):
-    """The spec and run record of a FAST-keypoint figure of ``families`` (Figs. 9 and 10).
-
-    ``lams`` maps each mode to the primal-dual data weight (default: the paper's 0.1 for both).
-    """
+def _fast_figure(name, families, *, binary, caption, quick):
+    """The spec and run record of a FAST-keypoint figure of ``families`` (Figs. 9 and 10)."""
     runs = _Runs(quick)
     rows, sources = _fast_rows(("camera", "astronaut")[:1 if quick else 2], families, binary=binary, quick=quick,
-                               runs=runs, lams=lams or {"patches": 0.1, "joint": 0.1})
+                               runs=runs)
     return (_spec(name, rows, caption),
             _record(name, quick, runs=runs, parameters={"keypoints": FAST_NOTE, "sources": sources}))
 
@@ -259,19 +254,18 @@ def fast_real_figure(*, quick=False):
     :math:`\lambda = 0.1`: most patches then come out exactly constant (grey blocks).
     The joint solve (box constraint, one data term for every patch) has the same
     balance where a patch overlaps no other: its isolated patches came out flat too.
-    Both modes use :data:`REAL_LAM` instead (the titles say so). Each patchwise
+    Both modes use :data:`lbdviewer.solvers.DEFAULT_LAM` instead (the titles say so). Each patchwise
     patch keeps the mean 0.5 of :math:`S`, so the patchwise panels lose the
     patches' brightness; the joint solve recovers it where patches overlap, and a
     patch that overlaps no other stays a grey square there too.
     """
     caption = (f"Real-valued BRIEF measurements at {FAST_NOTE}; patchwise (each patch alone, mean 0.5, as in "
-               f"the paper) and joint. Primal-dual with \u03bb = {REAL_LAM:g} instead of the paper's 0.1: with "
+               f"the paper) and joint. Primal-dual with \u03bb = {DEFAULT_LAM:g} instead of the paper's 0.1: with "
                f"fields of unit \u21131 norm and an orthonormal Haar, at \u03bb = 0.1 the \u21131 prior outweighs the "
                f"data and most patches come out exactly constant (grey blocks). Descriptors carry no brightness: "
                f"a patchwise patch keeps the mean 0.5, and a joint patch that overlaps no other gets none from its "
                f"neighbours (the grey squares). Pixels no patch covers are black. {_FIT_NOTE}.")
-    return _fast_figure("fast-real", ("brief",), binary=False, caption=caption, quick=quick,
-                        lams={"patches": REAL_LAM, "joint": REAL_LAM})
+    return _fast_figure("fast-real", ("brief",), binary=False, caption=caption, quick=quick)
 
 
 def fast_binary_figure(*, quick=False):

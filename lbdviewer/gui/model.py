@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lbdviewer import patterns
 from lbdviewer.reconstruct import WHOLE_IMAGE_METHODS, default_method
+from lbdviewer.solvers import DEFAULT_LAM
 
 FAMILIES = patterns.FAMILIES
 SOLVERS = ("biht", "primal-dual")
@@ -71,7 +72,9 @@ class Parameters:
     **values
         Initial values overriding the paper's defaults (section 4.1):
         BRIEF, 32x32 patches, M = 512, K = 40 % of the Haar coefficients,
-        BIHT with 200 iterations, lambda = 0.1, binary bits; the whole image
+        BIHT with 200 iterations, binary bits; primal-dual's lambda is
+        :data:`~lbdviewer.solvers.DEFAULT_LAM`, not the paper's 0.1, which
+        leaves most patches constant with unit-l1 fields; the whole image
         is solved jointly on a grid with offset 8 (beyond the paper: patchwise
         averaging throws away the brightness that overlaps pin down), from
         bits by sign consistency (``joint_solver``).
@@ -103,7 +106,7 @@ class Parameters:
         "joint_solver": default_method("joint", True),
         "solver": "biht",
         "iterations": 200,
-        "lam": 0.1,
+        "lam": DEFAULT_LAM,
         "binary": True,
         "seed": 0,
     }

@@ -6,6 +6,6 @@
 
 from .state import SolverState
 from .biht import BIHT, reference_biht
-from .primal_dual import PrimalDualL1, reference_primal_dual
+from .primal_dual import DEFAULT_LAM, PrimalDualL1, reference_primal_dual
 
-__all__ = ["BIHT", "PrimalDualL1", "SolverState", "reference_biht", "reference_primal_dual"]
+__all__ = ["BIHT", "DEFAULT_LAM", "PrimalDualL1", "SolverState", "reference_biht", "reference_primal_dual"]
