@@ -145,7 +145,8 @@ class ParametersPanel(QWidget):
         if name == "lam":
             widget = QDoubleSpinBox()
             widget.setDecimals(4)
-            widget.setSingleStep(0.01)
+            # steps of a tenth of the value's decade: 10 -> 11, 0.1 -> 0.11 (the default is 10, the paper's 0.1)
+            widget.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
         else:
             widget = ReportingSpinBox()
             widget.typed_out_of_range.connect(lambda value, name=name: self._typed_out_of_range(name, value))

@@ -80,3 +80,15 @@ def test_changing_the_patch_size_then_stepping_within_the_debounce_does_not_rais
         assert window.session.pattern.patch_size == size
         assert window.session.live.patch.shape == (size, size)
         window.stop()
+
+
+def test_the_lambda_arrows_step_by_a_tenth_of_its_decade(qtbot, window):
+    window.parameters.solver = "primal-dual"
+    window.rebuild()
+    spin = window.controls.widgets["lam"]
+    assert spin.isEnabled() and spin.value() == pytest.approx(10.0)
+    spin.stepBy(1)
+    assert window.parameters.lam == pytest.approx(11.0)
+    spin.setValue(0.1)
+    spin.stepBy(1)
+    assert window.parameters.lam == pytest.approx(0.11)
