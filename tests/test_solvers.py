@@ -64,6 +64,7 @@ def test_biht_bits_validation(small, bits):
 @pytest.mark.parametrize(("options", "name"), [
     ({"lam": 0.0}, "lam"), ({"lam": -1}, "lam"), ({"iterations": 0}, "iterations"),
     ({"theta": 2.0}, "theta"), ({"constraint": "x"}, "constraint"),
+    ({"step_ratio": 0.0}, "step_ratio"), ({"step_ratio": float("inf")}, "step_ratio"),
 ])
 def test_primal_dual_validation_names_parameter(small, options, name):
     with pytest.raises(ValueError, match=name):
