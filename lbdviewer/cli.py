@@ -104,7 +104,8 @@ def gui_parser(commands):
         epilog=f"commands:\n{listing}\n\nexit status: 0 done, 2 bad input or a limit refused, 130 interrupted",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("image", nargs="?", help="image to open in the app (default: a shipped sample)")
+    parser.add_argument("image", nargs="?",
+                        help="image to open in the app (default: the last image opened, or a shipped sample)")
     parser.add_argument("--features", metavar="FILE", help="open a feature file instead of an image")
     parser.add_argument("--no-restore", action="store_true",
                         help="start with the default parameters, overlays and layout and the sample image, "
