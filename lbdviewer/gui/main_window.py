@@ -202,13 +202,12 @@ class MainWindow(QMainWindow):
 
     def _restore_views(self, values=None):
         """Set the view choices to ``values`` (default: the remembered ones, checked); return the keys ignored."""
-        ignored = []
+        ignored, panel = [], self.pattern_panel
         if values is None:
-            pairs = tuple(self.pattern_panel.pairs_mode.itemData(i) for i in range(self.pattern_panel.pairs_mode.count()))
+            pairs = tuple(panel.pairs_mode.itemData(i) for i in range(panel.pairs_mode.count()))
             values = {key: preferences.read_choice(self.settings, key, pairs if key == "view/pairs" else (True, False),
                                                    default, ignored)
                       for key, default in VIEW_DEFAULTS.items()}
-        panel = self.pattern_panel
         panel.pairs_mode.setCurrentIndex(panel.pairs_mode.findData(values["view/pairs"]))
         panel.show_fields.setChecked(values["view/fields"])
         self.whole.edges_box.setChecked(values["view/edges"])
