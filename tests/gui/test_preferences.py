@@ -29,6 +29,7 @@ def test_parameters_and_overlays_edited_in_the_form_come_back_in_the_next_window
     first.controls.set_value("m", 700)  # FREAK's
     first.pattern_panel.pairs_mode.setCurrentIndex(first.pattern_panel.pairs_mode.findData("none"))
     first.whole.edges_box.setChecked(True)
+    first.menu_actions.stretch.trigger()  # View > Stretch off
     first.close()
 
     second = make_window()
@@ -36,6 +37,7 @@ def test_parameters_and_overlays_edited_in_the_form_come_back_in_the_next_window
         assert getattr(second.parameters, name) == value, name
         assert shown(second, name) == pytest.approx(value), name  # the form shows it too
     assert second.pattern_panel.pairs_mode.currentData() == "none" and second.whole.edges_box.isChecked()
+    assert not second.menu_actions.stretch.isChecked()
     second.controls.set_value("family", "brief")
     assert shown(second, "m") == 1000
 
