@@ -98,16 +98,21 @@ def gui_parser(commands):
     listing = "\n".join(f"  {name:14s}{text}" for name, text in commands.items())
     parser = argparse.ArgumentParser(
         prog="lbdviewer",
-        usage="lbdviewer [IMAGE] [--features FILE] [--screenshot OUT.png [--size WxH]]\n"
+        usage="lbdviewer [IMAGE] [--features FILE] [--no-restore] [--screenshot OUT.png [--size WxH]]\n"
               "       lbdviewer COMMAND [options]   (lbdviewer COMMAND --help for its options)",
         description=f"{DESCRIPTION}\nWith no COMMAND, opens the desktop app.",
         epilog=f"commands:\n{listing}\n\nexit status: 0 done, 2 bad input or a limit refused, 130 interrupted",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("image", nargs="?", help="image to open in the app (default: a shipped sample)")
+    parser.add_argument("image", nargs="?",
+                        help="image to open in the app (default: the last image opened, or a shipped sample)")
     parser.add_argument("--features", metavar="FILE", help="open a feature file instead of an image")
+    parser.add_argument("--no-restore", action="store_true",
+                        help="start with the default parameters, overlays and layout and the sample image, "
+                             "ignoring what the app remembers from earlier launches (and leaving it unchanged)")
     parser.add_argument("--screenshot", metavar="OUT.png",
-                        help="render the window offscreen after the first reconstructions finish, save it, and exit")
+                        help="render the window offscreen after the first reconstructions finish, save it, and exit "
+                             "(always with the defaults, as --no-restore)")
     parser.add_argument("--size", default="1600x1000", type=_window_size, metavar="WxH",
                         help="window size for --screenshot")
     parser.add_argument("--version", action="version", version=f"lbdviewer {_version()}")

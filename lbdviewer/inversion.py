@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -55,6 +56,10 @@ MAX_SHARED_STENCILS = 4
 PATCH_BATCH = 256
 #: Estimates handed out during a patchwise inversion (the other reports carry none).
 PATCH_ESTIMATES = 50
+#: Estimates handed out during a joint inversion on the pyramid operator (it reports every iteration).
+JOINT_ESTIMATES = 100
+#: Keypoints whose patterns are made between two reports (ORB: ~0.1 s on this kind of machine).
+KEYPOINT_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -165,15 +170,57 @@ def keypoint_patterns(features):
     -------
     list of KeypointPattern
     """
-    model = _model(features)
-    cache, out = {}, []
-    for kp in model.keypoint_patterns(features.keypoints):
-        if id(kp.pattern) not in cache:
-            cache[id(kp.pattern)] = (kp.pattern, trimmed(replace(kp, origin=(0, 0))))
-        cut = cache[id(kp.pattern)][1]
-        out.append(replace(cut, level=kp.level, scale=kp.scale,
-                           origin=(kp.origin[0] + cut.origin[0], kp.origin[1] + cut.origin[1])))
-    return out
+    return [kp for chunk in iter_keypoint_patterns(features) for kp in chunk]
+
+
+def iter_keypoint_patterns(features, *, chunk=KEYPOINT_CHUNK):
+    """:func:`keypoint_patterns` ``chunk`` keypoints at a time: a list per chunk, so a caller can stop between.
+
+    The model makes each chunk's patterns in turn. Trimming makes a pattern
+    independent of the patch the model placed it in (FREAK, BRISK and
+    BEBLID size that patch by the largest keypoint they are given), so the
+    chunks give the patterns one call for all keypoints would. A pattern
+    the model shares between keypoints (the BRIEF models) stays one object
+    across chunks: each chunk's is recognised by its content.
+
+    Examples
+    --------
+    >>> from lbdviewer.features import FeatureSet, Keypoints
+    >>> bits = np.zeros((5, 32), dtype=np.uint8)
+    >>> features = FeatureSet("opencv-brief", {}, (80, 80), Keypoints([30.0] * 5, [40.0] * 5), bits, 256, "big")
+    >>> chunks = list(iter_keypoint_patterns(features, chunk=2))
+    >>> [len(c) for c in chunks], len({id(kp.pattern) for c in chunks for kp in c})
+    ([2, 2, 1], 1)
+    """
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    model, keypoints = _model(features), features.keypoints
+    cache, shared = {}, {}  # id(model's pattern) -> (that pattern, trimmed); content key -> trimmed
+    for start in range(0, len(keypoints), chunk):
+        part = keypoints if len(keypoints) <= chunk else keypoints.take(np.arange(start, min(start + chunk,
+                                                                                             len(keypoints))))
+        made = model.keypoint_patterns(part)
+        uses = Counter(id(kp.pattern) for kp in made)
+        out = []
+        for kp in made:
+            if id(kp.pattern) not in cache:
+                key = _content_key(kp.pattern) if uses[id(kp.pattern)] > 1 or len(made) == 1 else None
+                cut = shared.get(key) if key is not None else None
+                if cut is None:
+                    cut = trimmed(replace(kp, origin=(0, 0)))
+                    if uses[id(kp.pattern)] > 1:
+                        shared[key] = cut
+                cache[id(kp.pattern)] = (kp.pattern, cut)
+            cut = cache[id(kp.pattern)][1]
+            out.append(replace(cut, level=kp.level, scale=kp.scale,
+                               origin=(kp.origin[0] + cut.origin[0], kp.origin[1] + cut.origin[1])))
+        yield out
+
+
+def _content_key(pattern):
+    """A hashable key equal for two patterns with equal fields (arrays by shape, type and bytes)."""
+    return tuple((value.shape, value.dtype.str, value.tobytes()) if isinstance(value, np.ndarray) else repr(value)
+                 for value in (getattr(pattern, f.name) for f in fields(pattern)))
 
 
 def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.4):
@@ -229,7 +276,11 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
 
         method, items, iterations = "akaze-cell-ranks", iter_invert_akaze(features), 0  # no iterative solve
     else:
-        patterns = keypoint_patterns(features)  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
+        patterns = []  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
+        total = int(iterations) if mode == "joint" else len(features.keypoints)
+        for chunk in iter_keypoint_patterns(features):
+            patterns.extend(chunk)
+            yield InversionProgress(done=0, total=total, iterations_run=0)  # a point where a caller can stop
         runner = _joint if mode == "joint" else _patchwise
         items = runner(features, patterns, int(iterations), sparsity)
     image = covered = consistency = None
@@ -326,24 +377,33 @@ def _covered(shape, patterns):
     return np.cumsum(np.cumsum(counts, axis=0), axis=1)[:-1, :-1] > 0
 
 
-def _pyramid_operator(features, patterns):
-    """The :class:`lbdviewer.pyramid.PyramidJointOperator` of the keypoints, or None where it does not apply.
+def _pyramid_stencils(patterns):
+    """The field stencils the keypoints' patterns share (:func:`lbdviewer.pyramid.shared_stencils`), or None.
 
-    It applies when all fields are a few stencils (at most
-    :data:`MAX_SHARED_STENCILS`) at integer pixels of the keypoints' levels
-    (ORB; the BRIEF models, whose keypoints are all on level 0) and the levels
-    above 0 are each resized from the previous one (``pyramid == "chained"``),
-    and the bits are not thresholded (BEBLID and TEBLID, whose bits are
-    ``sign(L x - t)``, take the level-0 joint operator).
+    None where the :class:`lbdviewer.pyramid.PyramidJointOperator` does not apply: thresholded bits
+    (BEBLID and TEBLID, ``sign(L x - t)``), fields between pixels (FREAK's scaled patterns), or more
+    than :data:`MAX_SHARED_STENCILS` stencils.
     """
     unique = list({id(kp.pattern): kp.pattern for kp in patterns}.values())  # in order of first use
-    if any(p.thresholded for p in unique):  # bits sign(L x - t) (BEBLID, TEBLID): the level-0 joint operator
+    if any(p.thresholded for p in unique):
         return None
     try:
         stencils = shared_stencils(unique)
-    except ValueError:  # fields between pixels (FREAK's scaled patterns): the level-0 joint operator
+    except ValueError:
         return None
-    if len(stencils[0]) > MAX_SHARED_STENCILS:
+    return stencils if len(stencils[0]) <= MAX_SHARED_STENCILS else None
+
+
+def _pyramid_operator(features, patterns, stencils):
+    """The :class:`lbdviewer.pyramid.PyramidJointOperator` of the keypoints, or None where it does not apply.
+
+    It applies when all fields are a few stencils at integer pixels of the
+    keypoints' levels (``stencils`` from :func:`_pyramid_stencils` is not
+    None: ORB; the BRIEF models, whose keypoints are all on level 0) and the
+    levels above 0 are each resized from the previous one
+    (``pyramid == "chained"``).
+    """
+    if stencils is None:
         return None
     if all(kp.level == 0 for kp in patterns):
         level_shapes = [features.image_shape]
@@ -356,14 +416,17 @@ def _pyramid_operator(features, patterns):
 
 
 def _pyramid_joint(features, patterns, operator, iterations):
-    """Sign consistency through the :class:`lbdviewer.pyramid.PyramidJointOperator` ``operator``."""
-    report_every = max(1, iterations // 100)
+    """Sign consistency through the :class:`lbdviewer.pyramid.PyramidJointOperator` ``operator``.
+
+    It reports every iteration (a point where a caller can stop), with the
+    estimate every 1/:data:`JOINT_ESTIMATES` of the budget and at the end.
+    """
+    estimate_every = max(1, iterations // JOINT_ESTIMATES)
     state = None
     for state in JointSignConsistency(operator, features.bits(), iterations=iterations).steps():
         done = state.iteration
-        if done % report_every == 0 or state.finished:
-            yield InversionProgress(done=done, total=iterations, image=np.clip(state.x[0], 0.0, 1.0),
-                                    iterations_run=done)
+        image = np.clip(state.x[0], 0.0, 1.0) if done % estimate_every == 0 or state.finished else None
+        yield InversionProgress(done=done, total=iterations, image=image, iterations_run=done)
     yield (np.asarray(state.x[0], dtype=np.float64), _covered(features.image_shape, patterns),
            float(state.bit_consistency[0]), int(state.iteration))
 
@@ -373,8 +436,11 @@ def _joint(features, patterns, iterations, sparsity):
     if not patterns:
         yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None, 0
         return
-    operator = _pyramid_operator(features, patterns)
+    stencils = _pyramid_stencils(patterns)
+    yield InversionProgress(done=0, total=iterations, iterations_run=0)  # each stage of the set-up: a point to stop
+    operator = _pyramid_operator(features, patterns, stencils)
     if operator is not None:
+        yield InversionProgress(done=0, total=iterations, iterations_run=0)
         yield from _pyramid_joint(features, patterns, operator, iterations)
         return
     mapped = [level0_pattern(kp) for kp in patterns]  # level-0 keypoints keep shared patterns shared

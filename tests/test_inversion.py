@@ -101,7 +101,7 @@ def test_closing_the_generator_cancels_the_joint_solve(few_features):
 
 def test_patchwise_progress_is_per_keypoint(few_features):
     reports = list(iter_invert_features(few_features, mode="patches", iterations=5))
-    assert [r.done for r in reports[:-1]] == list(range(1, 9))
+    assert [r.done for r in reports[:-1] if r.done] == list(range(1, 9))  # after the set-up's reports (done 0)
 
 
 @pytest.mark.parametrize("descriptor, mode", [("orb", "joint"),            # the pyramid operator
@@ -132,3 +132,30 @@ def test_no_keypoints_gives_an_empty_result():
 def test_bad_options_are_value_errors(few_features, options, message):
     with pytest.raises(ValueError, match=message):
         invert_features(few_features, **options)
+
+
+def test_a_joint_inversion_reports_its_set_up_and_every_iteration(few_features):
+    """Each report is a point where the app can stop: no stretch of the set-up or the solve goes unreported."""
+    reports = list(iter_invert_features(few_features, iterations=300))
+    ran = reports[-1].result.iterations_run
+    done = [r.done for r in reports[:-1]]
+    setup = done[:done.index(1)]
+    assert setup and set(setup) == {0} and done[len(setup):] == list(range(1, ran + 1))
+    estimates = [r.done for r in reports[:-1] if r.image is not None]  # an estimate every 1/100 of the budget
+    assert ran > 6 and estimates == [d for d in range(1, ran + 1) if d % 3 == 0 or d == ran]
+
+
+@pytest.mark.parametrize("descriptor", ["orb", "opencv-freak", "brisk", "skimage-brief"])
+def test_patterns_made_in_chunks_are_those_made_at_once(descriptor):
+    """FREAK and BRISK size their patches by the largest keypoint given; skimage's BRIEF shares one pattern."""
+    from lbdviewer.inversion import iter_keypoint_patterns
+
+    features = extract_features(data.astronaut()[..., 1] / 255.0, descriptor, n_keypoints=150)
+    at_once = list(iter_keypoint_patterns(features, chunk=len(features.keypoints)))[0]
+    chunked = [kp for chunk in iter_keypoint_patterns(features, chunk=7) for kp in chunk]
+    assert len(chunked) == len(at_once) == len(features.keypoints) > 14
+    for a, b in zip(at_once, chunked):
+        assert (a.level, a.origin, a.scale, a.pattern.patch_size) == (b.level, b.origin, b.scale, b.pattern.patch_size)
+        for name in ("centers", "sigmas", "radii", "pairs", "thresholds"):
+            np.testing.assert_array_equal(getattr(a.pattern, name), getattr(b.pattern, name))
+    assert len({id(kp.pattern) for kp in chunked}) == len({id(kp.pattern) for kp in at_once})  # BRIEF: one

@@ -1,4 +1,10 @@
-"""Start the app: ``lbdviewer [IMAGE] [--features FILE] [--screenshot OUT.png --size WxH]``."""
+"""Start the app: ``lbdviewer [IMAGE] [--features FILE] [--no-restore] [--screenshot OUT.png --size WxH]``.
+
+The window remembers its parameters, layout, folders and last image in the
+user's QSettings (organisation and application ``"lbdviewer"``). A
+screenshot and ``--no-restore`` run on an empty temporary store instead, so
+they start from the defaults and leave the user's settings alone.
+"""
 
 from __future__ import annotations
 
@@ -52,9 +58,9 @@ def run_app(args):
               "or set QT_QPA_PLATFORM=offscreen", file=sys.stderr)
         return 1
     app = application()
-    if not screenshot:
+    if not (screenshot or getattr(args, "no_restore", False)):
         return _run_window(app, args, QSettings("lbdviewer", "lbdviewer"), size, None)
-    # A screenshot must neither depend on nor change the user's saved layout.
+    # A screenshot (and --no-restore) must neither depend on nor change the user's settings.
     with tempfile.TemporaryDirectory() as folder:
         settings = QSettings(str(Path(folder) / "settings.ini"), QSettings.Format.IniFormat)
         return _run_window(app, args, settings, size, screenshot)

@@ -34,7 +34,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from lbdviewer.gui import jobs, sidecars
+from lbdviewer.gui import jobs, preferences, sidecars
 from lbdviewer.gui.export import export_panel
 from lbdviewer.gui.workers import JobRunner
 from lbdviewer.operators import DescriptorOperator
@@ -78,9 +78,12 @@ class ExportOptions:
 
 
 class ExportDialog(QDialog):
-    """Where and how to write a figure: file, formats (PNG, PDF, SVG), width (one or two columns, inches), dpi."""
+    """Where and how to write a figure: file, formats (PNG, PDF, SVG), width (one or two columns, inches), dpi.
 
-    def __init__(self, title, path, parent=None):
+    ``options`` (an :class:`ExportOptions`, default the engine's defaults) are the choices it opens with.
+    """
+
+    def __init__(self, title, path, parent=None, options=None):
         super().__init__(parent)
         self.setWindowTitle(title)
         self.path_edit = QLineEdit(os.path.splitext(path)[0])
@@ -120,6 +123,7 @@ class ExportDialog(QDialog):
         self.dpi.setRange(*figures.engine.DPI_RANGE)
         self.dpi.setValue(figures.DEFAULT_DPI)
         self.dpi.setToolTip("Resolution of the PNG (recorded in the file)")
+        self.set_options(ExportOptions() if options is None else options)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -129,6 +133,16 @@ class ExportDialog(QDialog):
         form.addRow("Width", _wrap(width))
         form.addRow("Resolution (dpi)", self.dpi)
         form.addRow(buttons)
+
+    def set_options(self, options):
+        """Show ``options`` (an :class:`ExportOptions`) in the controls."""
+        for name, box in self.format_boxes.items():
+            box.setChecked(name in options.formats)
+        key = options.width if options.width in ("single", "double") else "inches"
+        self.width_combo.setCurrentIndex(self.width_combo.findData(key))
+        if key == "inches":
+            self.inches.setValue(float(options.width))
+        self.dpi.setValue(options.dpi)
 
     def _browse(self):
         path, _ = QFileDialog.getSaveFileName(self, "Export figure", self.path_edit.text(), "All files (*)")
@@ -143,6 +157,13 @@ class ExportDialog(QDialog):
         formats = tuple(name for name, box in self.format_boxes.items() if box.isChecked())
         key = self.width_combo.currentData()
         return ExportOptions(formats, self.inches.value() if key == "inches" else key, self.dpi.value())
+
+
+def _checked_width(width):
+    """``"single"``, ``"double"`` or inches (float) from a stored ``width``; ValueError if the engine refuses it."""
+    if isinstance(width, bool):
+        raise ValueError(f"width must be 'single', 'double' or inches, got {width!r}")
+    return width if width in ("single", "double") else engine().engine.check_width(width)
 
 
 def _wrap(layout):
@@ -238,10 +259,21 @@ class Exporter(QObject):
 
     # -- folders -------------------------------------------------------------------
     def last_folder(self):
-        """Where the last export went (not where the last image came from)."""
-        settings = self.window.settings
-        return str(settings.value("paths/last_export_folder", settings.value("paths/last_folder",
-                                                                                os.path.expanduser("~"))))
+        """Where the last export went (not where the last image came from), if that folder still exists."""
+        return preferences.read_folder(self.window.settings, "paths/last_export_folder", self.window.last_folder())
+
+    def remembered_options(self):
+        """The formats, width and dpi of the last figure exported (each checked; the engine's default if not valid)."""
+        store = self.window.settings
+        formats = preferences.read_checked(store, "export/formats", engine().engine.check_formats, None)
+        width = preferences.read_checked(store, "export/width", _checked_width, "double")
+        dpi = preferences.read_checked(store, "export/dpi", engine().engine.check_dpi, None)
+        return ExportOptions(formats or None, width, dpi)
+
+    def _remember_options(self, options):
+        preferences.write(self.window.settings, "export/formats", list(options.formats))
+        preferences.write(self.window.settings, "export/width", options.width)
+        preferences.write(self.window.settings, "export/dpi", options.dpi)
 
     def _after_export(self, path):
         self.window.settings.setValue("paths/last_export_folder", os.path.dirname(os.path.abspath(path)))
@@ -365,7 +397,8 @@ class Exporter(QObject):
         if not self.figure_available(key):
             self.window.show_status("Nothing to export yet: a run must have ended (Esc stops the live solver)")
             return
-        dialog = ExportDialog("Export figure", os.path.join(self.last_folder(), f"figure-{key}"), self.window)
+        dialog = ExportDialog("Export figure", os.path.join(self.last_folder(), f"figure-{key}"), self.window,
+                              self.remembered_options())
         if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.stem():
             return
         try:
@@ -373,6 +406,7 @@ class Exporter(QObject):
         except ValueError as error:
             self.window.show_error("Export failed", str(error))
             return
+        self._remember_options(options)
         if key == "families":
             self.export_families(dialog.stem(), options)
         else:

@@ -363,13 +363,18 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
 def feature_updates(features, parameters):
     """Invert a feature file's bits with the core, yielding :class:`WholeUpdate`.
 
-    Uses :func:`lbdviewer.inversion.iter_invert_features` (progress and the
-    estimate so far; each update is a point where the job can be cancelled).
+    Uses :func:`lbdviewer.inversion.iter_invert_features`: it reports every
+    iteration and every stage of its set-up, so each update is a point where
+    the job can be cancelled, but hands out an estimate only now and then.
+    Every update carries the latest estimate (the same array until a new
+    one comes), so whichever update the throttle lets through shows it.
     """
     from lbdviewer.inversion import iter_invert_features
 
+    image = None
     for progress in iter_invert_features(features, iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
-        yield WholeUpdate(progress.done / max(progress.total, 1),
-                          None if progress.image is None else np.array(progress.image), progress.result,
-                          None, progress.iterations_run)
+        if progress.image is not None:
+            image = np.array(progress.image)
+        yield WholeUpdate(progress.done / max(progress.total, 1), image, progress.result, None,
+                          progress.iterations_run)

@@ -1,8 +1,10 @@
 """The main window: docks, dialogs and the slots between the models, the workers and the panels.
 
-Layout (QMainWindow docks, remembered with QSettings): parameters on the
-left, the image with the patch selector in the centre, the pattern panel and
-the live solver on the right, the whole-image reconstruction at the bottom.
+Layout (QMainWindow docks): parameters on the left, the image with the patch
+selector in the centre, the pattern panel and the live solver on the right,
+the whole-image reconstruction at the bottom. The parameters, the overlays,
+the layout, the folders and the last image are remembered in QSettings and
+read back checked (:mod:`lbdviewer.gui.preferences`).
 
 The document (image, pattern, operator, sites, runs) is the Qt-free
 :class:`~lbdviewer.gui.session.Session`; the parameters are
@@ -18,11 +20,11 @@ import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Q
 
 import os
 
-from PyQt6.QtCore import QSettings, Qt, QTimer, pyqtSignal
+from PyQt6.QtCore import QByteArray, QSettings, Qt, QTimer, pyqtSignal
 from PyQt6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
 from lbdviewer.features import FEATURE_SUFFIXES
-from lbdviewer.gui import jobs
+from lbdviewer.gui import jobs, preferences
 from lbdviewer.gui.controls import ParametersPanel
 from lbdviewer.gui.export_actions import Exporter
 from lbdviewer.gui.menus import WindowKeys, build_menus, fill_recent_menu
@@ -40,6 +42,8 @@ IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.tif *.tiff *.bmp);;All files (*)"
 #: Share of the window's width the right-hand docks take, and of its height the bottom dock takes.
 RIGHT_SHARE, BOTTOM_SHARE = 0.47, 0.36
 PARAMETERS_WIDTH = 250
+#: The view choices' defaults: pairs overlay, receptive fields, edges over the reconstruction, contrast stretch.
+VIEW_DEFAULTS = {"view/pairs": "all", "view/fields": True, "view/edges": False, "view/stretch": True}
 
 
 class MainWindow(QMainWindow):
@@ -48,11 +52,14 @@ class MainWindow(QMainWindow):
     Parameters
     ----------
     settings : QSettings, optional
-        Where the layout, the folders and the recent files live (tests pass
+        Where the parameters, overlays, layout, folders, export choices, last
+        image and recent files are remembered (tests and ``--no-restore`` pass
         a temporary INI file); default: the user's lbdviewer settings.
     load_sample : bool
-        Open the default sample image at once (on a worker thread).
+        Open a first image at once (on a worker thread): the last image, if
+        it still loads, else the default sample (without an error box).
     parameters : Parameters, optional
+        Start with these instead of the remembered parameters.
 
     Signals
     -------
@@ -74,10 +81,14 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("lbdviewer — from bits to images")
         self.setAcceptDrops(True)
         self.settings = settings if settings is not None else QSettings("lbdviewer", "lbdviewer")
-        self.parameters = parameters if parameters is not None else Parameters()
+        ignored = []
+        if parameters is None:
+            parameters, ignored = preferences.restore_parameters(self.settings)
+        self.parameters = parameters
         self.session = Session()
         self.message_box = None
         self._live_hold = False
+        self._reopening = None  # the last image being re-opened on launch (its failure is quiet)
 
         self.source = SourceView()
         self.pattern_panel = PatternPanel()
@@ -115,8 +126,12 @@ class MainWindow(QMainWindow):
         self._restore_layout()
         self._apply_patch_size()
         self._update_actions()
+        ignored += self._restore_views()
+        preferences.save_parameters(self.settings, self.parameters)
+        if ignored:
+            self.show_status(f"Saved settings not valid, defaults used: {', '.join(ignored)}", 15000)
         if load_sample:
-            self.load_sample(DEFAULT_SAMPLE)
+            self._reopen_last_image()
 
     # -- construction ------------------------------------------------------------
     def _add_dock(self, key, title, widget, area):
@@ -138,6 +153,9 @@ class MainWindow(QMainWindow):
 
     def _connect(self):
         self.parameters.subscribe(self._on_parameter_changed)
+        self.parameters.subscribe(lambda name, value: preferences.save_parameters(self.settings, self.parameters))
+        for key, signal in self._view_signals().items():
+            signal.connect(lambda *_, key=key: preferences.write(self.settings, key, self._view_values()[key]))
         self.session.subscribe(self._on_session_changed)
         self.controls.refused.connect(self.show_status)
         self.source.patch_moved.connect(self._on_patch_moved)
@@ -161,13 +179,51 @@ class MainWindow(QMainWindow):
 
     # -- layout and settings -------------------------------------------------------
     def _restore_layout(self):
+        """Geometry and dock state as saved; anything else stored there (corrupted) is left alone."""
         geometry = self.settings.value("window/geometry")
         state = self.settings.value("window/state")
-        if geometry is not None:
+        if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
-        if state is not None:
-            self.restoreState(state)
-        self._needs_default_sizes = state is None
+        restored = isinstance(state, QByteArray) and self.restoreState(state)
+        self._needs_default_sizes = not restored
+
+    def _view_values(self):
+        """The remembered view choices by key: the patch overlay, the edges overlay, the stretch."""
+        return {"view/pairs": self.pattern_panel.pairs_mode.currentData(),
+                "view/fields": self.pattern_panel.show_fields.isChecked(),
+                "view/edges": self.whole.edges_box.isChecked(),
+                "view/stretch": self.menu_actions.stretch.isChecked()}
+
+    def _view_signals(self):
+        return {"view/pairs": self.pattern_panel.pairs_mode.currentIndexChanged,
+                "view/fields": self.pattern_panel.show_fields.toggled,
+                "view/edges": self.whole.edges_box.toggled,
+                "view/stretch": self.menu_actions.stretch.toggled}
+
+    def _restore_views(self, values=None):
+        """Set the view choices to ``values`` (default: the remembered ones, checked); return the keys ignored."""
+        ignored, panel = [], self.pattern_panel
+        if values is None:
+            pairs = tuple(panel.pairs_mode.itemData(i) for i in range(panel.pairs_mode.count()))
+            values = {key: preferences.read_choice(self.settings, key, pairs if key == "view/pairs" else (True, False),
+                                                   default, ignored)
+                      for key, default in VIEW_DEFAULTS.items()}
+        panel.pairs_mode.setCurrentIndex(panel.pairs_mode.findData(values["view/pairs"]))
+        panel.show_fields.setChecked(values["view/fields"])
+        self.whole.edges_box.setChecked(values["view/edges"])
+        if self.menu_actions.stretch.isChecked() != values["view/stretch"]:
+            self.menu_actions.stretch.setChecked(values["view/stretch"])
+            self.restretch()
+        return ignored
+
+    def reset_settings(self):
+        """Forget every remembered setting (the recent files stay); parameters, views and layout go back to defaults."""
+        preferences.reset(self.settings)
+        self.parameters.reset()
+        self._restore_views(VIEW_DEFAULTS)
+        self.reset_layout()
+        preferences.save_parameters(self.settings, self.parameters)
+        self.show_status("Settings reset to the defaults")
 
     def showEvent(self, event):
         super().showEvent(event)
@@ -206,14 +262,14 @@ class MainWindow(QMainWindow):
         self._default_sizes()
 
     def last_folder(self):
-        """Where the last image or feature file was opened from."""
-        return str(self.settings.value("paths/last_folder", os.path.expanduser("~")))
+        """Where the last image or feature file was opened from (the home folder if it is gone)."""
+        return preferences.read_folder(self.settings, "paths/last_folder", os.path.expanduser("~"))
 
     def recent_files(self):
+        """The files opened last, newest first (stored by Qt as a list; a one-item list reads back as a string)."""
         value = self.settings.value("paths/recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
+        value = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        return [v for v in value if isinstance(v, str) and os.path.isabs(v)]
 
     def _remember_opened(self, path):
         self.settings.setValue("paths/last_folder", os.path.dirname(os.path.abspath(path)))
@@ -296,17 +352,41 @@ class MainWindow(QMainWindow):
         says why (``load_failed``) and the current document stays.
         """
         kind = "features" if str(path).lower().endswith(FEATURE_SUFFIXES) else "image"
+        self._reopening = None
         self.show_status(f"Opening {path}…", 0)
         self.loader.start(jobs.load_file(path, kind, patch_size=self.parameters.patch_size))
 
     def load_sample(self, name):
+        self._reopening = None
         self.loader.start(jobs.load_sample(name, patch_size=self.parameters.patch_size))
+
+    def _reopen_last_image(self):
+        """Open the last image again, or the default sample when there is none or it is gone."""
+        last = preferences.read_last_image(self.settings)
+        if last is None:
+            self.load_sample(DEFAULT_SAMPLE)
+        elif last.startswith("sample:"):
+            self.load_sample(last.removeprefix("sample:"))
+        else:
+            self.load_path(last)
+        self._reopening = last
+
+    def _refuse_load(self, title, message):
+        """Say why a file was not opened; a failed re-opening of the last image quietly opens the sample instead."""
+        if self._reopening is not None:
+            self.show_status(f"Could not reopen {self._reopening} ({message}): showing the sample {DEFAULT_SAMPLE}",
+                             15000)
+            self.load_sample(DEFAULT_SAMPLE)
+            return
+        self.show_error(title, message)
+        self.load_failed.emit(message)
 
     def _on_loaded(self, loaded):
         self.statusBar().clearMessage()
+        reopened, self._reopening = self._reopening, None
         if loaded.kind == "features":
             self._open_features(loaded)
-        elif self._fits_patch(loaded.content.shape, loaded.source):
+        elif self._fits_patch(loaded.content.shape):
             if self.session.is_original_of_features(loaded.content):
                 self.session.set_features_original(loaded.content, loaded.source, sha256=loaded.sha256,
                                                    preview=loaded.preview)
@@ -314,7 +394,10 @@ class MainWindow(QMainWindow):
                 self.whole_runner.stop()
                 self.session.set_image(loaded.content, loaded.source, sha256=loaded.sha256,
                                        start_xy=loaded.start_xy, preview=loaded.preview)
+                preferences.write(self.settings, preferences.LAST_IMAGE_KEY, loaded.source)
         else:
+            self._reopening = reopened  # too small for the patch: a re-opening falls back quietly
+            self._refuse_load("Image too small", self._too_small_message(loaded.content.shape, loaded.source))
             return
         if not loaded.source.startswith("sample:"):
             self._remember_opened(loaded.source)
@@ -323,22 +406,20 @@ class MainWindow(QMainWindow):
 
     def _on_load_failed(self, message):
         self.statusBar().clearMessage()
-        self.show_error("Could not open the file", message)
-        self.load_failed.emit(message)
+        self._refuse_load("Could not open the file", message)
 
-    def _fits_patch(self, shape, label):
+    def _fits_patch(self, shape):
+        return min(shape) >= self.parameters.patch_size
+
+    def _too_small_message(self, shape, label):
         size = self.parameters.patch_size
-        if min(shape) >= size:
-            return True
-        message = (f"{os.path.basename(label)} is {shape[1]}x{shape[0]} pixels, smaller than the "
-                   f"{size}x{size} patch: choose a smaller patch size first")
-        self.show_error("Image too small", message)
-        self.load_failed.emit(message)
-        return False
+        return (f"{os.path.basename(label)} is {shape[1]}x{shape[0]} pixels, smaller than the "
+                f"{size}x{size} patch: choose a smaller patch size first")
 
     def _open_features(self, loaded):
         features = loaded.content
-        if not self._fits_patch(tuple(features.image_shape), loaded.source):
+        if not self._fits_patch(tuple(features.image_shape)):
+            self._refuse_load("Image too small", self._too_small_message(tuple(features.image_shape), loaded.source))
             return
         self.whole_runner.stop()
         self.session.set_features(features, loaded.source, sha256=loaded.sha256)

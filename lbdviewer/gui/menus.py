@@ -102,6 +102,9 @@ def build_menus(window):
     stretch.setCheckable(True)
     stretch.setChecked(True)
     _action(window, view_menu, "Reset layout", window.reset_layout)
+    _action(window, view_menu, "Reset settings", window.reset_settings, None,
+            "Forget what lbdviewer remembers (parameters, overlays, layout, folders, export choices, last image) "
+            "and use the defaults; the recent-files list stays")
     return MenuActions(export_panel, figures, play, step, stop, stretch, recent_menu)
 
 

@@ -135,6 +135,18 @@ class Parameters:
         """All values as a plain dict (for JSON metadata)."""
         return dict(self._values)
 
+    def m_by_family(self):
+        """The M remembered for each family chosen so far, the current family's included.
+
+        Examples
+        --------
+        >>> p = Parameters(m=1000)
+        >>> p.family = "freak"
+        >>> p.m_by_family()
+        {'brief': 1000, 'freak': 903}
+        """
+        return {**self._m_by_family, self._values["family"]: self._values["m"]}
+
     def limits(self, name):
         """The :class:`Limits` of numeric parameter ``name`` given the others."""
         v = self._values
@@ -222,6 +234,15 @@ class Parameters:
         for changed_name in changed:
             for callback in list(self._subscribers):
                 callback(changed_name, self._values[changed_name])
+
+    def reset(self):
+        """Every value back to :attr:`DEFAULTS`, the M remembered per family forgotten; subscribers hear each change."""
+        self._m_by_family.clear()
+        for name in ("binary", "solver", "family", "patch_size"):  # first the values others depend on
+            setattr(self, name, self.DEFAULTS[name])
+        for name, value in self.DEFAULTS.items():
+            setattr(self, name, value)
+        self._m_by_family.clear()
 
     def check(self, name, value):
         """``value`` as parameter ``name`` would store it; ``ValueError`` saying why it is refused.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import lbdviewer.gui.qt  # noqa: F401  (PyQt6 + row-major before anything else)
-from PyQt6.QtCore import QCoreApplication, QEvent, QSettings, QThreadPool
+from PyQt6.QtCore import QCoreApplication, QEvent, QSettings, QStandardPaths, QThreadPool
 from PyQt6.QtWidgets import QApplication
 
 from lbdviewer.gui.model import Parameters
@@ -20,6 +20,17 @@ def textured_image(size=SIZE, phase=0.0):
     image[size // 4 : size // 2, size // 4 : 3 * size // 4] += 0.2
     image[(rows - 0.7) ** 2 + (cols - 0.3) ** 2 < 0.02] = 0.05
     return np.clip(image, 0.0, 1.0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_user_settings(tmp_path_factory):
+    """Any ``QSettings("lbdviewer", "lbdviewer")`` made during the tests lives in a temporary folder."""
+    QStandardPaths.setTestModeEnabled(True)
+    folder = str(tmp_path_factory.mktemp("qsettings"))
+    for kind in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+        QSettings.setPath(kind, QSettings.Scope.UserScope, folder)
+    yield
+    QStandardPaths.setTestModeEnabled(False)
 
 
 @pytest.fixture
@@ -53,10 +64,11 @@ def make_window(qtbot, settings):
     before = set(QApplication.topLevelWidgets())
     made = []
 
-    def make(parameters=None, *, store=None, size=(1200, 800), show=True):
-        win = MainWindow(store if store is not None else settings, load_sample=False, parameters=parameters)
+    def make(parameters=None, *, store=None, size=(1200, 800), show=True, load_sample=False):
+        win = MainWindow(store if store is not None else settings, load_sample=load_sample, parameters=parameters)
         made.append(win)
-        win.resize(*size)
+        if size is not None:  # None: the size the window restored
+            win.resize(*size)
         if show:
             win.show()
         return win

@@ -144,6 +144,7 @@ def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
 
 
 def test_exports_remember_their_own_folder(qtbot, window, tmp_path):
+    (tmp_path / "images").mkdir()  # a remembered folder that is gone is not offered
     window.settings.setValue("paths/last_folder", str(tmp_path / "images"))
     out = tmp_path / "figures"
     out.mkdir()
