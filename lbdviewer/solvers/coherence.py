@@ -228,8 +228,12 @@ class JointCoherentContrast:
       L-BFGS runs: the objective falls 3-5 % as much as in as many L-BFGS
       iterations (the slow error follows edges; smooth corrections cross them);
     - L-BFGS history 3 (1733 iterations, 0.817) or 8 (1324, 0.827) for 5
-      (1345, 0.826); TV
-      smoothing 8/255 (1823, 0.816) or 0.25/255 (1321, 0.831).
+      (1345, 0.826); TV smoothing 8/255 (1823, 0.816) or 0.25/255 (1321,
+      0.831); the first inverse-Hessian scale x3 (1624, 0.828);
+    - TV weight 5e-5 with smoothing 0.25/255: fewer iterations (camera 840 /
+      2626, astronaut 1399 / 2557 against 1345 / 3000, 2648 / 3000), camera
+      0.821 / 0.831, astronaut 0.897 / 0.913, but the document loses a line
+      (BRIEF 4/7); 1e-4: camera BRIEF 643 iterations, 0.792.
 
     Moving along the blurred drift ``x_{300} + 4\, G_8(x_{300} - x_{150})``
     and 150-300 more iterations gives camera BRIEF 0.836-0.883 at 2.3-3.1x
