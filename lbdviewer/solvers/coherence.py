@@ -208,6 +208,39 @@ class JointCoherentContrast:
     two-region ratio fails (1.02). Pooling agreements over the sites covering
     a pixel, other blurs (1-8 px) and hysteresis did not separate them either.
 
+    The weak-TV solve is what costs (camera BRIEF: 1345 iterations, each
+    about one of the default's). Its optimum does not depend on the start:
+    run to the end from a start with the large-scale contrast pushed up
+    (correlation 0.82 against 0.74), it lands on the image reached from the
+    flat start (correlation between the two 0.9998) after 1634 iterations,
+    so only a faster descent can cut the time. Measured and not kept (camera,
+    offset 8):
+
+    - the long phase on a fixed random quarter of each site's tests (same
+      sites, TV weight / 4): converges to a worse image (0.726 against 0.836
+      before the rule) and all bits afterwards still need 1347 (BRIEF) and
+      2846 (FREAK) iterations;
+    - truncated Gauss-Newton with CG on the active set (exact
+      Hessian-vector products), from iteration 300: the line search cuts
+      its steps to 1/8-1/4 (the active set changes within a step); 500
+      products gain 0.740 -> 0.763, where L-BFGS reaches 0.813;
+    - corrections ``x + P z`` on bilinear 16- and 32-pixel grids between
+      L-BFGS runs: the objective falls 3-5 % as much as in as many L-BFGS
+      iterations (the slow error follows edges; smooth corrections cross them);
+    - L-BFGS history 3 (1733 iterations, 0.817) or 8 (1324, 0.827) for 5
+      (1345, 0.826); TV smoothing 8/255 (1823, 0.816) or 0.25/255 (1321,
+      0.831); the first inverse-Hessian scale x3 (1624, 0.828);
+    - TV weight 5e-5 with smoothing 0.25/255: fewer iterations (camera 840 /
+      2626, astronaut 1399 / 2557 against 1345 / 3000, 2648 / 3000), camera
+      0.821 / 0.831, astronaut 0.897 / 0.913, but the document loses a line
+      (BRIEF 4/7); 1e-4: camera BRIEF 643 iterations, 0.792.
+
+    Moving along the blurred drift ``x_{300} + 4\, G_8(x_{300} - x_{150})``
+    and 150-300 more iterations gives camera BRIEF 0.836-0.883 at 2.3-3.1x
+    the default's time, but it raises the objective (the image is not a
+    minimiser), camera FREAK falls to 0.57-0.68 (its sky ramp is amplified)
+    and astronaut to 0.87-0.91 (against 0.900, 0.916): not kept.
+
     Examples
     --------
     >>> from lbdviewer.patterns import make_pattern
