@@ -448,8 +448,9 @@ class SignConsistency:
     def _data_term(self, image):
         """The squared hinge at ``image``: its value, gradient (an image) and share of bits reproduced."""
         if callable(getattr(self.operator, "squared_hinge", None)):
-            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin,
-                                                                 orientation=self.orientation, atol=self.atol)
+            oriented = {} if self.orientation is None else {"orientation": self.orientation}
+            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol,
+                                                                 **oriented)
             consistency = agree / self.n_bits
         else:
             values = operator_margins(self.operator, image)

@@ -207,6 +207,9 @@ class JointSignConsistency(_Solver):
                  oriented=True):
         weights = pair_separations(operator) ** MARGIN_POWER
         weights /= np.maximum(weights.mean(axis=1, keepdims=True), 1e-12)  # each pattern: ``margin`` on average
+        if oriented and not hasattr(operator, "test_directions"):
+            raise ValueError(f"oriented margins need a JointOperator, got {type(operator).__name__}; "
+                             "pass oriented=False")
         orientation = ramp_orientation(operator, np.asarray(bits)) if oriented else None
         self.solver = SignConsistency(operator, bits, margin=margin * weights, orientation=orientation,
                                       smoothness=DEFAULT_SMOOTHNESS, iterations=iterations, x0=x0)
