@@ -317,6 +317,8 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
                                                     pair_start)
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
+        if oriented:  # the block's sites' terms as contiguous slices: the margin loop vectorises
+            scale, along_row, along_col = site_terms[0, s0:s0 + n], site_terms[1, s0:s0 + n], site_terms[2, s0:s0 + n]
         for i in range(m):
             a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
             for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
@@ -326,10 +328,10 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
             shift = thresholds[p, i]
             below, above = shift - atol, shift + atol  # sign(v - t) with ties: compare v with these
             if hinge and oriented:
-                u_row, u_col = test_directions[p, 0, i], test_directions[p, 1, i]
+                u_row, u_col, base = test_directions[p, 0, i], test_directions[p, 1, i], margin[p, i]
                 for j in range(n):
-                    along = site_terms[1, s0 + j] * u_row + site_terms[2, s0 + j] * u_col
-                    margins[j] = margin[p, i] * (site_terms[0, s0 + j] + along * along)
+                    along = along_row[j] * u_row + along_col[j] * u_col
+                    margins[j] = base * (scale[j] + along * along)
             elif hinge:
                 for j in range(n):
                     margins[j] = margin[p, i]
