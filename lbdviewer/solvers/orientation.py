@@ -77,7 +77,7 @@ def ramp_orientation(operator, bits):
     >>> scale.round(2).tolist(), np.abs(direction).round(2).tolist()
     ([0.05, 0.05], [[0.98, 0.06], [0.98, 0.06]])
     """
-    bits = np.asarray(bits, dtype=np.float64)
+    bits = np.asarray(bits)  # converted a chunk at a time: an offset-1 grid holds 118 M bits
     n_sites = len(operator.site_pattern)
     if bits.shape != (n_sites, operator.m):
         raise ValueError(f"bits must have shape {(n_sites, operator.m)}, got {bits.shape}")
@@ -86,10 +86,11 @@ def ramp_orientation(operator, bits):
         sites = np.flatnonzero(operator.site_pattern == p)
         for start in range(0, len(sites), SITE_CHUNK):
             chunk = sites[start:start + SITE_CHUNK]
-            ramp = bits[chunk] @ units.T  # (n, 2): the bit-weighted mean direction
+            signs = bits[chunk].astype(np.float64)
+            ramp = signs @ units.T  # (n, 2): the bit-weighted mean direction
             length = np.hypot(ramp[:, 0], ramp[:, 1])
             unit = np.where(length[:, None] > 0, ramp / np.maximum(length, 1e-12)[:, None], 0.0)
-            explained = np.mean(np.sign(unit @ units) == bits[chunk], axis=1)
+            explained = np.mean(np.sign(unit @ units) == signs, axis=1)
             rho = np.sqrt(np.clip((explained - RAMP_CHANCE) / (1.0 - RAMP_CHANCE), 0.0, 1.0))
             scale[chunk], direction[chunk] = 1.0 - rho, np.sqrt(rho)[:, None] * unit
     return scale, direction
