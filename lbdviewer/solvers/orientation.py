@@ -42,7 +42,7 @@ import numpy as np
 #: plain margins on 9 of 10 photo cases (see :class:`lbdviewer.solvers.whole_image.JointSignConsistency`).
 RAMP_CHANCE = 0.65
 #: Sites whose bits are read ``SITE_CHUNK`` at a time (memory ``O(SITE_CHUNK x M)``).
-SITE_CHUNK = 4096
+SITE_CHUNK = 1024
 
 
 def ramp_orientation(operator, bits):
