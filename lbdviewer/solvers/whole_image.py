@@ -192,15 +192,17 @@ class JointSignConsistency(_Solver):
     ==========  ===============  ===============  ===============
     image       200 iterations   300 iterations   300, oriented
     ==========  ===============  ===============  ===============
-    camera      0.754 / 0.591    0.780 / 0.651    0.879 / 0.820
-    astronaut   0.880 / 0.909    0.892 / 0.931    0.902 / 0.938
-    coffee      0.923 / 0.884    0.924 / 0.896    0.924 / 0.898
-    chelsea     0.922 / 0.931    0.924 / 0.925    0.931 / 0.920
-    rocket      0.814 / 0.832    0.816 / 0.823    0.841 / 0.836
+    camera      0.754 / 0.591    0.780 / 0.651    0.879 / 0.809
+    astronaut   0.880 / 0.909    0.892 / 0.930    0.902 / 0.939
+    coffee      0.923 / 0.885    0.924 / 0.896    0.924 / 0.897
+    chelsea     0.923 / 0.931    0.924 / 0.926    0.931 / 0.921
+    rocket      0.815 / 0.832    0.815 / 0.823    0.841 / 0.840
     ==========  ===============  ===============  ===============
 
     (coffee, chelsea, rocket: :mod:`skimage.data`, held out while the rule
-    was chosen). The default is 300 oriented iterations (``JOINT_ITERATIONS``).
+    was chosen; rank correlation drops on three of their six cases, by at
+    most 0.017). The default is 300 oriented iterations (``JOINT_ITERATIONS``):
+    at 280, camera FREAK falls below 0.80.
     """
 
     def __init__(self, operator, bits, *, iterations=JOINT_ITERATIONS, margin=DEFAULT_MARGIN, x0=None,
