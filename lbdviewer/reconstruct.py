@@ -31,14 +31,14 @@ from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, u
 from lbdviewer.sites import coarser_grid, coverage
 from lbdviewer.solvers import BIHT, DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.coherence import JointCoherentContrast
-from lbdviewer.solvers.whole_image import (COARSE_SPACING, CoarseToDense, FlatRange, JointBIHT, JointLikelihood,
-                                          site_subset)
+from lbdviewer.solvers.whole_image import (COARSE_SPACING, JOINT_ITERATIONS, CoarseToDense, FlatRange, JointBIHT,
+                                           JointLikelihood, site_subset)
 
 MODES = ("joint", "patches")
 METHODS = ("consistency", "likelihood", "coherent", "biht", "primal-dual")
 WHOLE_IMAGE_METHODS = ("consistency", "likelihood", "coherent")  # bits only, joint mode only
 DEFAULT_ITERATIONS = {("patches", "biht"): 200, ("patches", "primal-dual"): 1000,
-                      ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): 200,
+                      ("joint", "biht"): 300, ("joint", "primal-dual"): 1000, ("joint", "consistency"): JOINT_ITERATIONS,
                       ("joint", "likelihood"): 160, ("joint", "coherent"): 3000}
 
 

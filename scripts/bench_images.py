@@ -2,7 +2,7 @@
 
 Rows: the 512x512 ``camera`` sample, 32x32 patches, M = 512 bits, offsets
 32, 8 and 1 (``--offsets``), patchwise (BIHT, 200 iterations a patch) and
-joint (sign consistency, 200 iterations), BRIEF and FREAK: the library's
+joint (oriented sign consistency, 300 iterations), BRIEF and FREAK: the library's
 defaults. Each row
 runs in its own subprocess, so ``peak_rss_mb`` (``ru_maxrss`` of that
 process) is the row's own peak; ``setup_rss_mb`` is the resident size after

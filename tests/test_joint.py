@@ -381,3 +381,48 @@ def test_box_fields_are_one_entry_each_and_give_the_same_operator():
             np.testing.assert_allclose(values, DescriptorOperator(pattern, dtype=np.float64).forward(patch),
                                        atol=1e-10)
         dot_test(op, rtol=1e-9)
+
+
+def test_oriented_squared_hinge_scales_each_sites_margins_by_its_direction():
+    rng = np.random.default_rng(10)
+    first = make_pattern("brief", patch_size=8, m=32, rng=1)
+    second = make_pattern("freak", patch_size=12, m=32).transformed(angle=40.0)
+    sites = [[0, 0], [2, 5], [6, 1], [4, 4], [1, 8]]
+    op = JointOperator((20, 20), sites, [first, second, second, first, second], dtype=np.float64)
+    x = rng.random((20, 20))
+    positive = rng.random(op.range_shape) > 0.5
+    table = rng.random((2, 32)) * 0.05
+    scale, direction = rng.random(5), rng.standard_normal((5, 2))
+    value, gradient, agree = op.squared_hinge(x, positive, table, orientation=(scale, direction), atol=1e-9)
+    units = op.test_directions[op.site_pattern]  # (S, 2, M)
+    along = direction[:, 0, None] * units[:, 0] + direction[:, 1, None] * units[:, 1]
+    margins = table[op.site_pattern] * (scale[:, None] + along**2)
+    strict = ~positive if op.tie_positive else positive
+    sign = np.where(positive, 1.0, -1.0)
+    residual = np.maximum(np.where(strict, margins, 0.0) - sign * op.forward(x), 0.0)
+    assert np.isclose(value, np.sum(residual**2))
+    np.testing.assert_allclose(gradient, op.adjoint(-2 * sign * residual), atol=1e-12)
+    # the neutral orientation (scale 1, no direction) is the plain hinge
+    neutral = op.squared_hinge(x, positive, table, orientation=(np.ones(5), np.zeros((5, 2))), atol=1e-9)
+    plain = op.squared_hinge(x, positive, table, atol=1e-9)
+    assert np.isclose(neutral[0], plain[0]) and neutral[2] == plain[2] == agree
+    np.testing.assert_allclose(neutral[1], plain[1], atol=1e-12)
+
+
+def test_test_directions_are_unit_vectors_from_the_second_field_to_the_first(pattern):
+    op = JointOperator((16, 16), [[0, 0]], pattern, dtype=np.float64)
+    units = op.test_directions[0]
+    centers = pattern.centers[:, ::-1]  # (x, y) to (row, column)
+    step = centers[pattern.pairs[:, 0]] - centers[pattern.pairs[:, 1]]
+    length = np.hypot(*step.T)
+    np.testing.assert_allclose(units.T * length[:, None], step, atol=1e-9)
+    np.testing.assert_allclose(np.hypot(*units)[length > 0], 1.0)
+
+
+def test_orientation_of_the_wrong_shape_or_sign_is_named(pattern):
+    op = JointOperator((16, 16), [[0, 0]], pattern)
+    x, positive = np.full((16, 16), 0.5), np.ones((1, 64), bool)
+    with pytest.raises(ValueError, match="orientation must be"):
+        op.squared_hinge(x, positive, 0.01, orientation=(np.ones(2), np.zeros((2, 2))))
+    with pytest.raises(ValueError, match="non-negative scale"):
+        op.squared_hinge(x, positive, 0.01, orientation=(-np.ones(1), np.zeros((1, 2))))

@@ -20,11 +20,10 @@ import numpy as np
 from lbdviewer.commands._args import add_command, add_limit_options, add_output, check_outputs, positive_int
 from lbdviewer.display import display_stretch
 from lbdviewer.features import DESCRIPTORS, load_features
-from lbdviewer.inversion import MODES, iter_invert_features
+from lbdviewer.inversion import FEATURE_ITERATIONS, MODES, iter_invert_features
 from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
 from lbdviewer.library_models import get_model
 from lbdviewer.progress import advance, progress_bar
-from lbdviewer.reconstruct import DEFAULT_ITERATIONS
 from lbdviewer.records import solver_record
 
 #: Quality metrics of ``lbdviewer reconstruct``'s JSON; null here without --reference.
@@ -58,8 +57,8 @@ def add_parser(subparsers):
     parser.add_argument("--mode", choices=MODES, default="joint",
                         help="joint: one image explains all bits; patches: each keypoint alone, then averaging")
     parser.add_argument("--iterations", type=positive_int, default=None,
-                        help=f"solver iterations (default {DEFAULT_ITERATIONS[('joint', 'consistency')]} joint, "
-                             f"{DEFAULT_ITERATIONS[('patches', 'biht')]} BIHT per keypoint)")
+                        help=f"solver iterations (default {FEATURE_ITERATIONS[('joint', 'consistency')]} joint, "
+                             f"{FEATURE_ITERATIONS[('patches', 'biht')]} BIHT per keypoint)")
     parser.add_argument("--reference", metavar="ORIGINAL", default=None,
                         help="the original image, for the quality metrics of --metrics")
     parser.add_argument("--metrics", metavar="OUT.json", default=None,

@@ -283,8 +283,8 @@ def _block_words(packed, block_start, m):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _bits_blocks(x, filtered, integral, words, margin, thresholds, hinge, tie_up, atol, m, block_start, block_stride,
-                 block_lo,
+def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, site_terms, test_directions, hinge,
+                 tie_up, atol, m, block_start, block_stride, block_lo,
                  block_hi, site_base, integral_base, layout, site_pattern, field_start, field_group, field_offset,
                  tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
     """Data term against target bits, back-projected; returns ``(sum of squares, bits reproduced)``.
@@ -298,9 +298,13 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, hinge, tie_up
     side only (the side that does not take ties), and its squares are summed;
     else the step is the bit error ``(b - sign(v - t)) / 2`` (``s`` where the
     bit is wrong). The threshold moves the test's cut and margins (scalars),
-    not ``v``: no work a site.
+    not ``v``: no work a site. ``oriented``: the margin of test ``i`` at
+    site ``s`` is ``d (c_s + (g_s . u_i)^2)`` instead, with ``site_terms[:, s]
+    = (c_s, g_s)`` and ``u_i = test_directions[p, :, i]`` (see
+    :meth:`lbdviewer.joint.JointOperator.squared_hinge`).
     """
     width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
+    margins = np.empty(width, dtype=x.dtype)
     n_fields = np.max(np.diff(field_start))
     means = np.empty((n_fields, width), dtype=x.dtype)
     grads = np.zeros((n_fields, width), dtype=x.dtype)
@@ -313,22 +317,31 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, hinge, tie_up
                                                     pair_start)
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
+        if oriented:  # the block's sites' terms as contiguous slices: the margin loop vectorises
+            scale, along_row, along_col = site_terms[0, s0:s0 + n], site_terms[1, s0:s0 + n], site_terms[2, s0:s0 + n]
         for i in range(m):
             a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
             for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
                 up[j] = x.dtype.type((word >> np.uint64(j)) & np.uint64(1))
-            # Margins when the target is 1 and when it is 0: only the strict side (not taking ties) has one;
-            # [d - s (v - t)]_+ = [d - s t' - s v]_+ with the threshold folded into them.
+            # Margins: only the strict side (not taking ties) has one, d (tie + up (1 - 2 tie)) with up the
+            # target as 0/1; [d - s (v - t)]_+ = [d + s t - s v]_+ with the threshold folded in.
             shift = thresholds[p, i]
-            high, low = margin[p, i] * (one - tie) + shift, margin[p, i] * tie - shift
             below, above = shift - atol, shift + atol  # sign(v - t) with ties: compare v with these
+            if hinge and oriented:
+                u_row, u_col, base = test_directions[p, 0, i], test_directions[p, 1, i], margin[p, i]
+                for j in range(n):
+                    along = along_row[j] * u_row + along_col[j] * u_col
+                    margins[j] = base * (scale[j] + along * along)
+            elif hinge:
+                for j in range(n):
+                    margins[j] = margin[p, i]
             if hinge:  # loops without branches: each vectorises
                 for j in range(n):
                     v = means[a, j] - means[b, j]
                     bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
                     right[j] += one - (bit - up[j]) * (bit - up[j])
                     sign = two * up[j] - one
-                    r = max(low + up[j] * (high - low) - sign * v, zero)
+                    r = max(margins[j] * (tie + up[j] * (one - two * tie)) + sign * shift - sign * v, zero)
                     step[j] = -two * sign * r
                     squares[j] += r * r
             else:

@@ -120,6 +120,28 @@ def index_patterns(patterns, n_sites):
     return unique, index
 
 
+def pair_directions(patterns, dtype):
+    """Unit vector (row, column) from the second field of every test to the first, shape (len(patterns), 2, M).
+
+    Tests between two fields with one centre get the zero vector.
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns import make_pattern
+    >>> pattern = make_pattern("brief", patch_size=8, m=4)
+    >>> u = pair_directions([pattern], np.float64)
+    >>> u.shape, bool(np.allclose(np.hypot(u[0, 0], u[0, 1]), 1.0))
+    ((1, 2, 4), True)
+    """
+    out = np.zeros((len(patterns), 2, patterns[0].m), dtype=dtype)
+    for k, pattern in enumerate(patterns):
+        # centres are (x, y): reversed to (row, column)
+        step = (pattern.centers[pattern.pairs[:, 0]] - pattern.centers[pattern.pairs[:, 1]])[:, ::-1]
+        length = np.hypot(step[:, 0], step[:, 1])
+        out[k] = np.where(length[:, None] > 0, step / np.maximum(length, 1e-12)[:, None], 0.0).T
+    return out
+
+
 class JointOperator:
     """All descriptors of an image as one linear operator ``A`` (see the module notes).
 
@@ -200,6 +222,8 @@ class JointOperator:
         self._site_base, self._integral_base = tables.site_base, tables.integral_base
         self._uses_integral, self._layout = tables.uses_integral, tables.layout
         self._block_start, self._block_stride = tables.block_start, tables.block_stride
+        self.test_directions = pair_directions(self.patterns, self.dtype)
+        self._neutral_orientation = np.zeros((3, 1), dtype=self.dtype)  # never read: ``oriented`` off
         self._norm = None
         self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
 
@@ -420,6 +444,7 @@ class JointOperator:
         words = _block_words(np.ascontiguousarray(packed_bits), self._block_start, self.m)
         out, results = self._back_project(_bits_blocks, image.ravel(), *self._filter(image), words,
                                           np.zeros((len(self.patterns), self.m), dtype=self.dtype), self.thresholds,
+                                          False, self._neutral_orientation, self.test_directions,
                                           False, self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
         agree = sum(r[1] for r in results)
         return out.reshape(self._shape2d), int(len(self.sites) * self.m - agree)
@@ -454,7 +479,7 @@ class JointOperator:
                              f"got {positive.dtype} {positive.shape}")
         return _block_words(packed, self._block_start, self.m)
 
-    def squared_hinge(self, x, positive, margin, *, atol=TIE_ATOL):
+    def squared_hinge(self, x, positive, margin, *, orientation=None, atol=TIE_ATOL):
         r"""Squared hinge of the bits, its gradient and the bits reproduced, in one pass.
 
         With :math:`s_{si} = \pm 1` the target bits, :math:`t` the thresholds
@@ -463,6 +488,13 @@ class JointOperator:
 
         .. math::  h(x) = \sum_{s,i} \big[\delta_{si} - s_{si} (A x - t)_{si}\big]_+^2, \qquad
                    \nabla h = A^T\big(-2\, s \odot [\delta - s \odot (A x - t)]_+\big).
+
+        With an ``orientation`` :math:`(c_s, g_s)` the margin of test :math:`i`
+        at site :math:`s` is scaled by :math:`c_s + (g_s \cdot u_i)^2`, with
+        :math:`u_i` the unit vector between the test's two fields
+        (:attr:`test_directions`): a test across the direction :math:`g_s` is
+        asked less than one along it (see
+        :func:`lbdviewer.solvers.orientation.ramp_orientation`).
 
         Parameters
         ----------
@@ -477,6 +509,9 @@ class JointOperator:
             Margin of each test of each pattern (rows in the order of
             :attr:`patterns`), asked of strict tests only: memory stays
             ``O(M)`` per pattern, not per site.
+        orientation : (ndarray, ndarray), optional
+            ``(scale, direction)`` of shapes ``(S,)`` and ``(S, 2)``: :math:`c_s`
+            and :math:`g_s` (row, column) of every site.
         atol : float
             Tie tolerance of the bit count: :math:`|(Ax - t)_{si}| \le` ``atol`` is a tie.
 
@@ -507,11 +542,26 @@ class JointOperator:
             margin = np.full(table_shape, margin, dtype=self.dtype)
         if margin.shape != table_shape:
             raise ValueError(f"margin must be a number or have shape {table_shape}, got {margin.shape}")
+        terms = self._orientation_terms(orientation)
         out, results = self._back_project(
             _bits_blocks, image.ravel(), *self._filter(image), words, np.ascontiguousarray(margin), self.thresholds,
-            True, self.tie_positive, self.dtype.type(atol), self.m)
+            orientation is not None, terms, self.test_directions, True, self.tie_positive, self.dtype.type(atol),
+            self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))
+
+    def _orientation_terms(self, orientation):
+        """``orientation = (scale, direction)`` as the kernels' ``(3, S)`` table, checked (None: a dummy)."""
+        if orientation is None:
+            return self._neutral_orientation
+        scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation)
+        n_sites = len(self.sites)
+        if scale.shape != (n_sites,) or direction.shape != (n_sites, 2):
+            raise ValueError(f"orientation must be (scale, direction) of shapes ({n_sites},) and ({n_sites}, 2), "
+                             f"got {scale.shape} and {direction.shape}")
+        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)):
+            raise ValueError("orientation must be finite with a non-negative scale")
+        return np.ascontiguousarray(np.vstack([scale[None], direction.T]))
 
     def bit_likelihood(self, x, words, keep_words, margin, inverse_noise, *, hinge_weight=0.0, logistic_weight=1.0,
                        atol=TIE_ATOL):

@@ -325,6 +325,10 @@ class SignConsistency:
         Bit of a tie; default ``operator.tie_positive`` or False.
     x0 : array_like, optional
         Start (default 0.5 everywhere).
+    orientation : (ndarray, ndarray), optional
+        Per-site ``(scale, direction)`` that orient the margins
+        (:func:`lbdviewer.solvers.orientation.ramp_orientation`); needs an
+        operator with a fused ``squared_hinge`` (:class:`lbdviewer.joint.JointOperator`).
     gradient_tolerance, decrease_tolerance : float, optional
         Stop tests (0 turns one off): the largest projected-gradient entry
         and the objective's relative decrease in one iteration below which
@@ -363,7 +367,7 @@ class SignConsistency:
     """
 
     def __init__(self, operator, bits, *, margin=DEFAULT_MARGIN, smoothness=DEFAULT_SMOOTHNESS,
-                 iterations=300, tie_positive=None, x0=None,
+                 iterations=300, tie_positive=None, x0=None, orientation=None,
                  gradient_tolerance=None, decrease_tolerance=None):
         margin = np.asarray(margin, dtype=np.float32)
         if not (np.all(margin >= 0) and np.any(margin > 0)):
@@ -397,6 +401,9 @@ class SignConsistency:
         except ValueError:
             raise ValueError(f"margin must be a number or have shape ({bits.shape[1]},) or "
                              f"({n_patterns}, {bits.shape[1]}), got {margin.shape}") from None
+        if orientation is not None and not callable(getattr(operator, "squared_hinge", None)):
+            raise ValueError(f"orientation needs an operator with squared_hinge, got {type(operator).__name__}")
+        self.orientation = orientation
         self.atol = 1e-5
         self.smoothness = float(smoothness)
         self.iterations = int(iterations)
@@ -441,7 +448,9 @@ class SignConsistency:
     def _data_term(self, image):
         """The squared hinge at ``image``: its value, gradient (an image) and share of bits reproduced."""
         if callable(getattr(self.operator, "squared_hinge", None)):
-            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol)
+            oriented = {} if self.orientation is None else {"orientation": self.orientation}
+            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol,
+                                                                 **oriented)
             consistency = agree / self.n_bits
         else:
             values = operator_margins(self.operator, image)

@@ -39,7 +39,7 @@ from .state import SolverState, frozen_copy
 DEFAULT_LAM = 10.0
 
 def default_step_ratio(lam):
-    r"""The ratio :math:`\tau / \sigma` of :class:`PrimalDualL1`'s steps for data weight ``lam``: :math:`\min(1, (0.1/\lambda)^{3/2})`.
+    r"""Ratio :math:`\tau / \sigma` of :class:`PrimalDualL1`'s steps for ``lam``: :math:`\min(1, (0.1/\lambda)^{3/2})`.
 
     Chambolle-Pock needs only :math:`\tau \sigma \Gamma^2 \le 1`; how the
     product is split is free. The data dual ranges over :math:`[-\lambda,
