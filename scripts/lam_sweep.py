@@ -61,6 +61,25 @@ def fast_patches(image, count, rng):
     return extract_patches(image, sites, 32)
 
 
+def print_header(columns):
+    """The markdown table's head: image, family, case and ``columns``."""
+    print("| image | family | case | " + " | ".join(columns) + " |")
+    print("|---|---|---|" + "---|" * len(columns), flush=True)
+
+
+def patch_problems(images, families, count):
+    """``(name, image, truth, family, pattern, operator)``: up to ``count`` FAST patches of every image, every family."""
+    from lbdviewer.operators import DescriptorOperator
+    from lbdviewer.patterns import make_pattern
+
+    for name in images:
+        image = load(name)
+        truth = fast_patches(image, count, np.random.default_rng(0))
+        for family in families:
+            pattern = make_pattern(family, patch_size=32, m=512)
+            yield name, image, truth, family, pattern, DescriptorOperator(pattern)
+
+
 def patch_scores(truth, solved):
     """(median per-patch correlation, share of constant patches)."""
     t = truth.reshape(len(truth), -1) - truth.reshape(len(truth), -1).mean(axis=1, keepdims=True)
@@ -92,8 +111,6 @@ def joint_score(image, pattern, kind, lam, crop, site_kind):
 
 
 def main():
-    from lbdviewer.operators import DescriptorOperator
-    from lbdviewer.patterns import make_pattern
     from lbdviewer.solvers import PrimalDualL1
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -108,27 +125,21 @@ def main():
     args = parser.parse_args()
     started = time.perf_counter()
     print(f"cells: patchwise median r / constant share; joint r ({args.joint_sites} sites)\n")
-    print("| image | family | kind | " + " | ".join(f"lambda {lam:g}" for lam in args.lams) + " |")
-    print("|---|---|---|" + "---|" * len(args.lams), flush=True)
-    for name in args.images:
-        image = load(name)
-        truth = fast_patches(image, args.patches, np.random.default_rng(0))
-        for family in args.families:
-            pattern = make_pattern(family, patch_size=32, m=512)
-            operator = DescriptorOperator(pattern)
-            for kind in args.kinds:
-                cells = []
-                for lam in args.lams:
-                    cell = ""
-                    if args.patches:
-                        data = operator.forward(truth) if kind == "real" else operator.describe(truth)
-                        median, constant = patch_scores(truth, PrimalDualL1(operator, data, lam=lam).run().x)
-                        cell = f"{median:.2f} / {constant:.0%}"
-                    if args.joint_crop:
-                        joint = joint_score(image, pattern, kind, lam, args.joint_crop, args.joint_sites)
-                        cell += f"; {joint:.2f}"
-                    cells.append(cell)
-                print(f"| {name} | {family.upper()} | {kind} | " + " | ".join(cells) + " |", flush=True)
+    print_header([f"lambda {lam:g}" for lam in args.lams])
+    for name, image, truth, family, pattern, operator in patch_problems(args.images, args.families, args.patches):
+        for kind in args.kinds:
+            cells = []
+            for lam in args.lams:
+                cell = ""
+                if args.patches:
+                    data = operator.forward(truth) if kind == "real" else operator.describe(truth)
+                    median, constant = patch_scores(truth, PrimalDualL1(operator, data, lam=lam).run().x)
+                    cell = f"{median:.2f} / {constant:.0%}"
+                if args.joint_crop:
+                    joint = joint_score(image, pattern, kind, lam, args.joint_crop, args.joint_sites)
+                    cell += f"; {joint:.2f}"
+                cells.append(cell)
+            print(f"| {name} | {family.upper()} | {kind} | " + " | ".join(cells) + " |", flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

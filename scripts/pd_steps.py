@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from lam_sweep import fast_patches, load, patch_scores
+from lam_sweep import patch_problems, patch_scores, print_header
 
 RATIOS = (1.0, 1e-2, 1e-3, 1e-4)
 IMAGES = ("coffee", "chelsea", "rocket", "camera")
@@ -67,8 +67,6 @@ def joint_problem(image, pattern, crop):
 
 def main():
     from lbdviewer.metrics import correlation
-    from lbdviewer.operators import DescriptorOperator
-    from lbdviewer.patterns import make_pattern
     from lbdviewer.solvers import DEFAULT_LAM
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -86,27 +84,20 @@ def main():
     lam = DEFAULT_LAM if args.lam is None else args.lam
     print(f"lambda {lam:g}; cells: objective excess over the lowest reached / median correlation, after {args.short} and "
           f"{args.long} iterations\n")
-    print("| image | family | case | " + " | ".join(f"tau/sigma {r:g}" for r in args.ratios) + " |")
-    print("|---|---|---|" + "---|" * len(args.ratios), flush=True)
-    for name in args.images:
-        image = load(name)
-        truth = fast_patches(image, args.patches, np.random.default_rng(0))
-        for family in args.families:
-            pattern = make_pattern(family, patch_size=32, m=512)
-            operator = DescriptorOperator(pattern)
-            cases = [("real", operator.forward(truth)), ("bits", operator.describe(truth))]
-            for kind, data in cases:
-                states, best = runs(operator, data, args.ratios, lengths, args.reference, lam=lam)
-                cells = [", ".join(f"{excess(states[r, n], best):.1%} / {patch_scores(truth, states[r, n].x)[0]:.3f}"
-                                   for n in lengths) for r in args.ratios]
-                print(f"| {name} | {family.upper()} | {kind} | " + " | ".join(cells) + " |", flush=True)
-            if args.joint_crop:
-                part, flat, data = joint_problem(image, pattern, args.joint_crop)
-                states, best = runs(flat, data, args.ratios, lengths, args.reference // 4, lam=lam,
-                                    constraint="box", backend="batched")
-                cells = [", ".join(f"{excess(states[r, n], best):.1%} / {correlation(part, states[r, n].x[0]):.3f}"
-                                   for n in lengths) for r in args.ratios]
-                print(f"| {name} | {family.upper()} | joint real | " + " | ".join(cells) + " |", flush=True)
+    print_header([f"tau/sigma {r:g}" for r in args.ratios])
+    for name, image, truth, family, pattern, operator in patch_problems(args.images, args.families, args.patches):
+        for kind, data in [("real", operator.forward(truth)), ("bits", operator.describe(truth))]:
+            states, best = runs(operator, data, args.ratios, lengths, args.reference, lam=lam)
+            cells = [", ".join(f"{excess(states[r, n], best):.1%} / {patch_scores(truth, states[r, n].x)[0]:.3f}"
+                               for n in lengths) for r in args.ratios]
+            print(f"| {name} | {family.upper()} | {kind} | " + " | ".join(cells) + " |", flush=True)
+        if args.joint_crop:
+            part, flat, data = joint_problem(image, pattern, args.joint_crop)
+            states, best = runs(flat, data, args.ratios, lengths, args.reference // 4, lam=lam,
+                                constraint="box", backend="batched")
+            cells = [", ".join(f"{excess(states[r, n], best):.1%} / {correlation(part, states[r, n].x[0]):.3f}"
+                               for n in lengths) for r in args.ratios]
+            print(f"| {name} | {family.upper()} | joint real | " + " | ".join(cells) + " |", flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 
