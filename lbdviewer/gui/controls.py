@@ -55,15 +55,15 @@ TIPS = {
 CHOICE_TIPS = {
     "joint_solver": {
         "consistency": "sign consistency + TV with margins oriented along the bits' own ramps (the default): "
-                       "the fastest; noise on flat paper comes out as speckle. "
+                       "fast; noise on flat paper comes out as speckle. "
                        f"{DEFAULT_ITERATIONS[('joint', 'consistency')]} iterations",
         "coherent": "coherent contrast: flat paper and faint noise drawn flat, text and edges kept (documents), "
                     "photos closer to the original than the default's. Slower: up to "
                     f"{DEFAULT_ITERATIONS[('joint', 'coherent')]} iterations (it stops when no step improves), "
-                    "5-20x the default's time",
+                    "5-10x the default's time",
         "likelihood": "bits as noisy signs: noisy documents read better than with the default, but photos lose "
                       f"brightness and detail. {DEFAULT_ITERATIONS[('joint', 'likelihood')]} iterations, "
-                      "1-1.5x the default's time",
+                      "about the default's time",
     },
 }
 LABELS = {
