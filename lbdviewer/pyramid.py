@@ -466,8 +466,14 @@ class PyramidJointOperator:
         raise ValueError(f"positive must be bool {self.range_shape} or uint8 {packed_shape}, "
                          f"got {positive.dtype} {positive.shape}")
 
-    def squared_hinge(self, x, positive, margin, *, atol=TIE_ATOL):
-        r"""Squared hinge of the bits, its gradient and the bits reproduced (as :meth:`lbdviewer.joint.JointOperator.squared_hinge`)."""
+    def squared_hinge(self, x, positive, margin, *, orientation=None, atol=TIE_ATOL):
+        r"""Squared hinge of the bits, its gradient and the bits reproduced (as :meth:`lbdviewer.joint.JointOperator.squared_hinge`).
+
+        ``orientation`` must be None: keypoints at several scales and angles
+        have no oriented margins (:mod:`lbdviewer.solvers.orientation`).
+        """
+        if orientation is not None:
+            raise ValueError("orientation is not supported by PyramidJointOperator (keypoint pyramids); pass None")
         packed = self.block_bits(positive)
         margin = np.asarray(margin, dtype=self.dtype)
         table_shape = (len(self.patterns), self.m)

@@ -9,6 +9,7 @@ from lbdviewer.library_models import get_model
 from lbdviewer.patterns.base import Pattern
 from lbdviewer.testing import dot_test
 from lbdviewer.pyramid import LevelAtlas, PyramidJointOperator, reflect_matrix, resize_matrix, shared_stencils
+from lbdviewer.solvers.whole_image import JointSignConsistency
 
 
 @pytest.mark.parametrize("source, target", [((90, 64), (75, 53)), ((31, 40), (26, 33)), ((20, 20), (10, 10))])
@@ -103,3 +104,15 @@ def test_fields_between_pixels_are_refused():
         shared_stencils([pattern])
     with pytest.raises(ValueError, match="leaves its patch"):
         shared_stencils([Pattern("toy", 9, [[0.0, 3.0], [5.0, 4.0]], [1.0, 1.0], [1.5, 1.5], [[0, 1]])])
+
+
+def test_keypoint_pyramids_refuse_oriented_margins_by_name(orb_problem):
+    image, _, model, patterns = orb_problem
+    shapes = [level.shape for level in model.source_images(image)]
+    op = PyramidJointOperator(image.shape, shapes, [kp.level for kp in patterns], [kp.origin for kp in patterns],
+                              [kp.pattern for kp in patterns])
+    n = op.range_shape[0]
+    with pytest.raises(ValueError, match="orientation is not supported by PyramidJointOperator"):
+        op.squared_hinge(image, np.ones(op.range_shape, bool), 0.01, orientation=(np.ones(n), np.zeros((n, 2))))
+    with pytest.raises(ValueError, match="oriented margins need a JointOperator"):
+        JointSignConsistency(op, np.ones(op.range_shape), oriented=True)

@@ -224,6 +224,7 @@ class JointOperator:
         self._block_start, self._block_stride = tables.block_start, tables.block_stride
         self.test_directions = pair_directions(self.patterns, self.dtype)
         self._neutral_orientation = np.zeros((3, 1), dtype=self.dtype)  # never read: ``oriented`` off
+        self._orientation_table = (None, None)  # (the last orientation passed, its kernel table)
         self._norm = None
         self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
 
@@ -551,9 +552,15 @@ class JointOperator:
                 int(sum(r[1] for r in results)))
 
     def _orientation_terms(self, orientation):
-        """``orientation = (scale, direction)`` as the kernels' ``(3, S)`` table, checked (None: a dummy)."""
+        """``orientation = (scale, direction)`` as the kernels' ``(3, S)`` table, checked (None: a dummy).
+
+        The table of the last orientation object is kept: a solver passes the
+        same one at every evaluation.
+        """
         if orientation is None:
             return self._neutral_orientation
+        if self._orientation_table[0] is orientation:
+            return self._orientation_table[1]
         scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation)
         n_sites = len(self.sites)
         if scale.shape != (n_sites,) or direction.shape != (n_sites, 2):
@@ -561,7 +568,9 @@ class JointOperator:
                              f"got {scale.shape} and {direction.shape}")
         if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)):
             raise ValueError("orientation must be finite with a non-negative scale")
-        return np.ascontiguousarray(np.vstack([scale[None], direction.T]))
+        table = np.ascontiguousarray(np.vstack([scale[None], direction.T]))
+        self._orientation_table = (orientation, table)
+        return table
 
     def bit_likelihood(self, x, words, keep_words, margin, inverse_noise, *, hinge_weight=0.0, logistic_weight=1.0,
                        atol=TIE_ATOL):

@@ -403,7 +403,8 @@ class SignConsistency:
                              f"({n_patterns}, {bits.shape[1]}), got {margin.shape}") from None
         if orientation is not None and not callable(getattr(operator, "squared_hinge", None)):
             raise ValueError(f"orientation needs an operator with squared_hinge, got {type(operator).__name__}")
-        self.orientation = orientation
+        # read-only copies, one tuple for the whole solve (the operator keeps its kernel table by identity)
+        self.orientation = None if orientation is None else tuple(frozen_copy(v) for v in orientation)
         self.atol = 1e-5
         self.smoothness = float(smoothness)
         self.iterations = int(iterations)
@@ -448,9 +449,8 @@ class SignConsistency:
     def _data_term(self, image):
         """The squared hinge at ``image``: its value, gradient (an image) and share of bits reproduced."""
         if callable(getattr(self.operator, "squared_hinge", None)):
-            oriented = {} if self.orientation is None else {"orientation": self.orientation}
-            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin, atol=self.atol,
-                                                                 **oriented)
+            value, gradient, agree = self.operator.squared_hinge(image, self._targets, self.margin,
+                                                                 orientation=self.orientation, atol=self.atol)
             consistency = agree / self.n_bits
         else:
             values = operator_margins(self.operator, image)
