@@ -26,13 +26,13 @@ import numba
 import numpy as np
 
 from lbdviewer._validation import check_choice, check_finite_array, check_iterations
-from lbdviewer.joint import JointOperator, index_patterns
+from lbdviewer.joint import JointOperator, index_patterns, site_subset
 from lbdviewer.operators import DescriptorOperator, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.sites import coarser_grid, coverage
 from lbdviewer.solvers import BIHT, DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.coherence import JointCoherentContrast
 from lbdviewer.solvers.whole_image import (COARSE_SPACING, JOINT_ITERATIONS, CoarseToDense, FlatRange, JointBIHT,
-                                           JointLikelihood, site_subset)
+                                           JointLikelihood)
 
 MODES = ("joint", "patches")
 METHODS = ("consistency", "likelihood", "coherent", "biht", "primal-dual")

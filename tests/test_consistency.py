@@ -197,7 +197,8 @@ def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
     coarse_sites = {state.x.shape for _, state in steps}
     assert coarse_sites == {(1, *image.shape)}
     dense = SignConsistency(op, bits, iterations=1, x0=steps[-1][1].x[0])
-    assert dense._evaluate(steps[-1][1].x[0].ravel())[2] > 0.95
+    # sites whose blurred estimate misses many bits (here the flat blocks' tie bits) are asked for signs only
+    assert dense._evaluate(steps[-1][1].x[0].ravel())[2] > 0.94
     assert len(steps) > 10  # the coarse stage ran (40 iterations) before the dense one (10)
 
 

@@ -55,7 +55,8 @@ TIPS = {
 CHOICE_TIPS = {
     "joint_solver": {
         "consistency": "sign consistency + TV with margins oriented along the bits' own ramps (the default): "
-                       "fast; noise on flat paper comes out as speckle. "
+                       "fast; late in the solve, sites whose bits look like noise are asked for no contrast, "
+                       "so noisy paper comes out flat. "
                        f"{DEFAULT_ITERATIONS[('joint', 'consistency')]} iterations",
         "coherent": "coherent contrast: flat paper and faint noise drawn flat, text and edges kept (documents), "
                     "photos closer to the original than the default's. Slower: up to "

@@ -634,3 +634,18 @@ class JointOperator:
             self._norm = power_norm(self.forward, self.adjoint, self._shape2d, iterations=iterations, rng=rng,
                                     dtype=self.dtype)
         return self._norm
+
+
+def site_subset(operator, rows):
+    """The :class:`JointOperator` of ``operator``'s sites ``rows`` (a boolean mask or indices), patterns kept.
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns import make_pattern
+    >>> op = JointOperator((16, 24), [[0, 0], [0, 8]], make_pattern("brief", patch_size=16, m=64))
+    >>> site_subset(op, np.array([False, True])).sites.tolist()
+    [[0, 8]]
+    """
+    unique = operator.patterns
+    patterns = unique[0] if len(unique) == 1 else [unique[i] for i in operator.site_pattern[rows]]
+    return JointOperator(operator.domain_shape, operator.sites[rows], patterns)

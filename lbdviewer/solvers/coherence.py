@@ -1,23 +1,10 @@
 r"""Contrast in proportion to the evidence: detail the bits show to be structure is rendered, noise is not.
 
 Bits fix orderings, not contrast: the contrast of a reconstruction from bits
-is a convention of its solver (for :class:`SignConsistency`, the margins
-against the total variation). Noise has no scale in the bits either: faint
-noise on flat paper gives exactly the bits of strong noise, and a solver that
-reproduces them draws full-contrast speckle. So the rule below sets each
-region's contrast by how strongly its bits show structure rather than noise.
-
-**The test.** With :math:`x` a reconstruction, :math:`G_\beta` a Gaussian
-blur of :math:`\beta` pixels (``COHERENCE_BLUR``) and :math:`b_s` the bits
-of site :math:`s`, the agreement
-
-.. math::  a_s = \operatorname{mean}_i \big[\operatorname{sign}(A G_\beta x)_{si} = b_{si}\big]
-
-is the share of the site's bits the blurred estimate still reproduces.
-White noise is fitted as speckle about one field wide; the blur removes it,
-and only chance agreement is left: :math:`a_s \approx 0.62` (BRIEF) to
-:math:`0.64` (FREAK) on pure noise. Edges, text and the layout of a photo
-survive the blur: :math:`a_s \approx 0.8`--:math:`0.97`.
+is a convention of its solver, and noise has no scale in the bits either
+(:mod:`lbdviewer.solvers.evidence`). So the rule below sets each region's
+contrast by how strongly its bits show structure rather than noise: the
+agreement :math:`a_s` of :func:`~lbdviewer.solvers.evidence.blurred_agreement`.
 
 **The rule.** A site's gain is :math:`g_s = \operatorname{clip}((a_s - a_0) /
 (a_1 - a_0), 0, 1)` (``NOISE_AGREEMENT`` :math:`a_0`,
@@ -46,19 +33,14 @@ import numpy as np
 from scipy.ndimage import gaussian_filter
 
 from lbdviewer.joint import JointOperator
-from lbdviewer.operators import sign_with_ties
 from lbdviewer.sites import coverage
-from lbdviewer.solvers.consistency import SignConsistency, operator_margins
+from lbdviewer.solvers.consistency import SignConsistency
+from lbdviewer.solvers.evidence import (NOISE_AGREEMENT, STRUCTURE_AGREEMENT, blurred_agreement,
+                                        coherence_gain)
 from lbdviewer.solvers.orientation import ramp_orientation
 from lbdviewer.solvers.state import frozen_copy
 from lbdviewer.solvers.whole_image import pair_separations
 
-#: Blur (pixels) that removes fitted speckle before the agreement test.
-COHERENCE_BLUR = 4.0
-#: Agreement at or below which a site is read as noise (gain 0) ...
-NOISE_AGREEMENT = 0.70
-#: ... and at or above which as structure (gain 1).
-STRUCTURE_AGREEMENT = 0.80
 #: Blur (pixels) of the pixel gains.
 GAIN_SMOOTHING = 4.0
 #: Blur (pixels) of the large-scale brightness the detail is drawn on.
@@ -66,43 +48,6 @@ BASE_BLUR = 48.0
 #: Mean margin and TV weight of the low-TV sign-consistency regime the rule is applied to.
 LOW_TV_MARGIN = 2e-3
 LOW_TV_SMOOTHNESS = 2e-5
-
-
-def blurred_agreement(operator, bits, x, *, blur=COHERENCE_BLUR):
-    """Share of each site's bits that the estimate blurred by ``blur`` pixels reproduces, shape (S,).
-
-    Ties of the blurred estimate are resolved as the operator's
-    (``operator.tie_positive``). See the module notes.
-
-    Examples
-    --------
-    >>> from lbdviewer.patterns import make_pattern
-    >>> op = JointOperator((16, 24), [[0, 0], [0, 8]], make_pattern("brief", patch_size=16, m=64))
-    >>> image = np.zeros((16, 24)); image[:, 12:] = 1.0
-    >>> bits = sign_with_ties(op.forward(image), atol=1e-6)
-    >>> blurred_agreement(op, bits, image, blur=0).tolist()
-    [1.0, 1.0]
-    """
-    x = np.asarray(x, dtype=np.float32)
-    if not blur >= 0:
-        raise ValueError(f"blur must be non-negative, got {blur!r}")
-    blurred = gaussian_filter(x, blur) if blur > 0 else x
-    signs = sign_with_ties(operator_margins(operator, blurred), tie_positive=bool(getattr(operator, "tie_positive",
-                                                                                          False)), atol=1e-6)
-    return np.mean(signs == np.sign(np.asarray(bits)), axis=1)
-
-
-def coherence_gain(agreement, *, noise=NOISE_AGREEMENT, structure=STRUCTURE_AGREEMENT):
-    """``clip((agreement - noise) / (structure - noise), 0, 1)``: 0 for noise, 1 for structure.
-
-    Examples
-    --------
-    >>> coherence_gain([0.6, 0.75, 0.9]).round(2).tolist()
-    [0.0, 0.5, 1.0]
-    """
-    if not 0 <= noise < structure <= 1:
-        raise ValueError(f"need 0 <= noise < structure <= 1, got noise={noise!r}, structure={structure!r}")
-    return np.clip((np.asarray(agreement, dtype=np.float64) - noise) / (structure - noise), 0.0, 1.0)
 
 
 def site_average(shape, sites, patch_sizes, values):
@@ -259,6 +204,7 @@ class JointCoherentContrast:
 
     Examples
     --------
+    >>> from lbdviewer.operators import sign_with_ties
     >>> from lbdviewer.patterns import make_pattern
     >>> image = np.zeros((16, 24)); image[:, 12:] = 1.0
     >>> op = JointOperator(image.shape, [[0, 0], [0, 8]], make_pattern("brief", patch_size=16, m=64))

@@ -329,6 +329,13 @@ class SignConsistency:
         Per-site ``(scale, direction)`` that orient the margins
         (:func:`lbdviewer.solvers.orientation.ramp_orientation`); needs an
         operator with a fused ``squared_hinge`` (:class:`lbdviewer.joint.JointOperator`).
+    reweigh : (int, callable), optional
+        ``(after, update)``: after ``after`` iterations (``1 <= after <
+        iterations``), ``update(image)`` returns ``(orientation, start)``:
+        the orientation the margins take from then on (same form as
+        ``orientation``), and ``None`` or an image to go on from. The
+        objective changes there; the L-BFGS curvature pairs are kept (the
+        data term changes only where the margins do). Needs ``orientation``.
     gradient_tolerance, decrease_tolerance : float, optional
         Stop tests (0 turns one off): the largest projected-gradient entry
         and the objective's relative decrease in one iteration below which
@@ -367,7 +374,7 @@ class SignConsistency:
     """
 
     def __init__(self, operator, bits, *, margin=DEFAULT_MARGIN, smoothness=DEFAULT_SMOOTHNESS,
-                 iterations=300, tie_positive=None, x0=None, orientation=None,
+                 iterations=300, tie_positive=None, x0=None, orientation=None, reweigh=None,
                  gradient_tolerance=None, decrease_tolerance=None):
         margin = np.asarray(margin, dtype=np.float32)
         if not (np.all(margin >= 0) and np.any(margin > 0)):
@@ -405,6 +412,17 @@ class SignConsistency:
             raise ValueError(f"orientation needs an operator with squared_hinge, got {type(operator).__name__}")
         # read-only copies, one tuple for the whole solve (the operator keeps its kernel table by identity)
         self.orientation = None if orientation is None else tuple(frozen_copy(v) for v in orientation)
+        if reweigh is not None:
+            after, update = reweigh
+            if orientation is None:
+                raise ValueError("reweigh needs an orientation: its update replaces it")
+            if not (isinstance(after, (int, np.integer)) and 1 <= after < iterations):
+                raise ValueError(f"reweigh's iteration must be an integer in [1, iterations={iterations}), got "
+                                 f"{after!r}")
+            if not callable(update):
+                raise ValueError(f"reweigh's update must be callable, got {update!r}")
+            reweigh = (int(after), update)
+        self.reweigh = reweigh
         self.atol = 1e-5
         self.smoothness = float(smoothness)
         self.iterations = int(iterations)
@@ -488,7 +506,12 @@ class SignConsistency:
         order = []  # rows of the pairs in use, oldest first
         value, gradient, consistency, dots, largest = self._evaluate(x, memory)
         direction, candidate = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
+        # Until the reweigh, a slow decrease does not end the solve; no decrease at all reweighs at once.
+        pending, stuck = self.reweigh is not None, False
         for iteration in range(1, self.iterations + 1):
+            if pending and (stuck or iteration == self.reweigh[0] + 1 or largest <= self.gradient_tolerance):
+                x, value, gradient, consistency, dots, largest = self._reweighed(x, memory)
+                pending, stuck = False, False
             if largest <= self.gradient_tolerance:
                 yield self._state(iteration, x, value, consistency, True)
                 return
@@ -504,18 +527,32 @@ class SignConsistency:
                     break
                 step, trial = step * 0.5, None
             if trial is None:  # no decrease left along any step: converged
-                yield self._state(iteration, x, value, consistency, True)
+                stuck = pending and iteration < self.iterations
+                yield self._state(iteration, x, value, consistency, not stuck)
+                if stuck:
+                    continue
                 return
             new_value, new_gradient, consistency, dots, largest = trial
             order = remember_pair(order, sty, yty, dots, spare)
             decrease = value - new_value
             x, candidate = candidate, x
             value, gradient = new_value, new_gradient
-            finished = (iteration == self.iterations
-                        or decrease <= self.decrease_tolerance * max(abs(value), abs(value + decrease), 1.0))
+            finished = (iteration == self.iterations or not pending
+                        and decrease <= self.decrease_tolerance * max(abs(value), abs(value + decrease), 1.0))
             yield self._state(iteration, x, value, consistency, finished)
             if finished:
                 return
+
+    def _reweighed(self, x, memory):
+        """Apply ``reweigh``'s update at ``x``; returns the point to go on from and its evaluation there."""
+        orientation, start = self.reweigh[1](x.reshape(self.shape).copy())
+        self.orientation = tuple(frozen_copy(v) for v in orientation)
+        if start is not None:
+            start = np.asarray(start, dtype=np.float64)
+            if start.shape != self.shape:
+                raise ValueError(f"reweigh's start must have shape {self.shape}, got {start.shape}")
+            x = np.clip(start.ravel(), 0.0, 1.0).astype(np.float32)
+        return (x, *self._evaluate(x, memory))
 
     def _direction(self, x, gradient, memory, order, sty, yty, dots, largest, out):
         """The L-BFGS direction into ``out`` (see :func:`compact_coefficients`); returns ``gradient . out``."""

@@ -57,8 +57,8 @@ def test_a_coherent_run_says_coherent_and_draws_flat_noise_flat(qtbot, make_wind
     assert run.method == run.result.method == "coherent"
     assert run.result.iterations == DEFAULT_ITERATIONS[("joint", "coherent")]  # its own budget, not the form's 40
     assert "joint coherent" in window.whole.result.title_text()
-    assert default.result.image.std() > 5 * image.std()  # the default draws the noise as speckle ...
-    assert run.result.image.std() < 0.25 * image.std()  # ... coherent draws it flat
+    assert default.result.image.std() < 0.25 * image.std()  # the default's gated margins draw the noise flat ...
+    assert run.result.image.std() < 0.25 * image.std()  # ... and so does coherent's rule
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "coherent.png"))
     record = read_sidecar(sidecar)  # strict JSON, the run-record schema
     assert record["status"] == "completed" and record["solver"]["method"] == "coherent"
