@@ -335,7 +335,9 @@ class SignConsistency:
         the orientation the margins take from then on (same form as
         ``orientation``), and ``None`` or an image to go on from. The
         objective changes there; the L-BFGS curvature pairs are kept (the
-        data term changes only where the margins do). Needs ``orientation``.
+        data term changes only where the margins do). Until then a slow
+        decrease does not end the solve; a step that cannot decrease the
+        objective at all brings the update forward. Needs ``orientation``.
     gradient_tolerance, decrease_tolerance : float, optional
         Stop tests (0 turns one off): the largest projected-gradient entry
         and the objective's relative decrease in one iteration below which
