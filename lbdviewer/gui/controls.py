@@ -58,11 +58,11 @@ CHOICE_TIPS = {
                        "fast; late in the solve, sites whose bits look like noise are asked for no contrast, "
                        "so noisy paper comes out flat. "
                        f"{DEFAULT_ITERATIONS[('joint', 'consistency')]} iterations",
-        "coherent": "coherent contrast: flat paper and faint noise drawn flat, text and edges kept (documents), "
+        "coherent": "coherent contrast: flat paper and faint noise drawn flat, text and edges kept, "
                     "photos closer to the original than the default's. Slower: up to "
                     f"{DEFAULT_ITERATIONS[('joint', 'coherent')]} iterations (it stops when no step improves), "
                     "5-10x the default's time",
-        "likelihood": "bits as noisy signs: noisy documents read better than with the default, but photos lose "
+        "likelihood": "bits as noisy signs (a robust logistic likelihood), for comparison: photos lose "
                       f"brightness and detail. {DEFAULT_ITERATIONS[('joint', 'likelihood')]} iterations, "
                       "about the default's time",
     },
