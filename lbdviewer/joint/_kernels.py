@@ -300,7 +300,8 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
     bit is wrong). The threshold moves the test's cut and margins (scalars),
     not ``v``: no work a site. ``oriented``: the margin of test ``i`` at
     site ``s`` is ``d (c_s + (g_s . u_i)^2)`` instead, with ``site_terms[:, s]
-    = (c_s, g_s)`` and ``u_i = test_directions[p, :, i]`` (see
+    = (c_s, g_s, e_s)`` and ``u_i = test_directions[p, :, i]``, and the side
+    that takes ties is asked ``e_s`` of it (see
     :meth:`lbdviewer.joint.JointOperator.squared_hinge`).
     """
     width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
@@ -309,6 +310,7 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
     means = np.empty((n_fields, width), dtype=x.dtype)
     grads = np.zeros((n_fields, width), dtype=x.dtype)
     step, up = np.empty(width, dtype=x.dtype), np.empty(width, dtype=x.dtype)
+    tie_side = np.zeros(width, dtype=x.dtype)  # share of the margin the side taking ties is asked, a site
     squares, right = np.zeros(width, dtype=x.dtype), np.zeros(width, dtype=x.dtype)  # a block's sums, exact in right
     total, agree = 0.0, 0
     zero, one, two, tie = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0), x.dtype.type(tie_up)
@@ -319,6 +321,8 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
                      field_offset, tap_start, tap_offset, tap_weight, means)
         if oriented:  # the block's sites' terms as contiguous slices: the margin loop vectorises
             scale, along_row, along_col = site_terms[0, s0:s0 + n], site_terms[1, s0:s0 + n], site_terms[2, s0:s0 + n]
+            for j in range(n):
+                tie_side[j] = site_terms[3, s0 + j]
         for i in range(m):
             a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
             for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
@@ -341,7 +345,8 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
                     bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
                     right[j] += one - (bit - up[j]) * (bit - up[j])
                     sign = two * up[j] - one
-                    r = max(margins[j] * (tie + up[j] * (one - two * tie)) + sign * shift - sign * v, zero)
+                    strict = tie + up[j] * (one - two * tie)
+                    r = max(margins[j] * (strict + (one - strict) * tie_side[j]) + sign * shift - sign * v, zero)
                     step[j] = -two * sign * r
                     squares[j] += r * r
             else:

@@ -223,7 +223,7 @@ class JointOperator:
         self._uses_integral, self._layout = tables.uses_integral, tables.layout
         self._block_start, self._block_stride = tables.block_start, tables.block_stride
         self.test_directions = pair_directions(self.patterns, self.dtype)
-        self._neutral_orientation = np.zeros((3, 1), dtype=self.dtype)  # never read: ``oriented`` off
+        self._neutral_orientation = np.zeros((4, 1), dtype=self.dtype)  # never read: ``oriented`` off
         self._orientation_table = (None, None)  # (the last orientation passed, its kernel table)
         self._norm = None
         self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
@@ -495,7 +495,11 @@ class JointOperator:
         :math:`u_i` the unit vector between the test's two fields
         (:attr:`test_directions`): a test across the direction :math:`g_s` is
         asked less than one along it (see
-        :func:`lbdviewer.solvers.orientation.ramp_orientation`).
+        :func:`lbdviewer.solvers.orientation.ramp_orientation`). A third
+        array :math:`e_s \in [0, 1]` asks the side that takes ties for
+        :math:`e_s` of the margin too (default 0): at a site whose bits show
+        no flat region, a bit of that side is a strict sign as well
+        (:func:`lbdviewer.solvers.orientation.tie_side`).
 
         Parameters
         ----------
@@ -510,9 +514,10 @@ class JointOperator:
             Margin of each test of each pattern (rows in the order of
             :attr:`patterns`), asked of strict tests only: memory stays
             ``O(M)`` per pattern, not per site.
-        orientation : (ndarray, ndarray), optional
+        orientation : (ndarray, ndarray[, ndarray]), optional
             ``(scale, direction)`` of shapes ``(S,)`` and ``(S, 2)``: :math:`c_s`
-            and :math:`g_s` (row, column) of every site.
+            and :math:`g_s` (row, column) of every site; optionally
+            ``tie_side``, shape ``(S,)``: :math:`e_s`.
         atol : float
             Tie tolerance of the bit count: :math:`|(Ax - t)_{si}| \le` ``atol`` is a tie.
 
@@ -552,7 +557,7 @@ class JointOperator:
                 int(sum(r[1] for r in results)))
 
     def _orientation_terms(self, orientation):
-        """``orientation = (scale, direction)`` as the kernels' ``(3, S)`` table, checked (None: a dummy).
+        """``orientation = (scale, direction[, tie_side])`` as the kernels' ``(4, S)`` table, checked (None: a dummy).
 
         The table of the last orientation object is kept: a solver passes the
         same one at every evaluation.
@@ -561,14 +566,21 @@ class JointOperator:
             return self._neutral_orientation
         if self._orientation_table[0] is orientation:
             return self._orientation_table[1]
-        scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation)
         n_sites = len(self.sites)
-        if scale.shape != (n_sites,) or direction.shape != (n_sites, 2):
-            raise ValueError(f"orientation must be (scale, direction) of shapes ({n_sites},) and ({n_sites}, 2), "
-                             f"got {scale.shape} and {direction.shape}")
+        if len(orientation) not in (2, 3):
+            raise ValueError(f"orientation must be (scale, direction) or (scale, direction, tie_side), got "
+                             f"{len(orientation)} arrays")
+        scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation[:2])
+        tie_side = (np.asarray(orientation[2], dtype=self.dtype) if len(orientation) == 3
+                    else np.zeros(n_sites, dtype=self.dtype))
+        if scale.shape != (n_sites,) or direction.shape != (n_sites, 2) or tie_side.shape != (n_sites,):
+            raise ValueError(f"orientation must be (scale, direction[, tie_side]) of shapes ({n_sites},), "
+                             f"({n_sites}, 2)[, ({n_sites},)], got {scale.shape}, {direction.shape}, {tie_side.shape}")
         if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)):
             raise ValueError("orientation must be finite with a non-negative scale")
-        table = np.ascontiguousarray(np.vstack([scale[None], direction.T]))
+        if not np.all((tie_side >= 0) & (tie_side <= 1)):
+            raise ValueError("orientation's tie_side must lie in [0, 1]")
+        table = np.ascontiguousarray(np.vstack([scale[None], direction.T, tie_side[None]]))
         self._orientation_table = (orientation, table)
         return table
 

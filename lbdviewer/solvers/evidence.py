@@ -125,16 +125,18 @@ def gated_orientation(operator, bits, x, orientation):
         Bits in {-1, +1}.
     x : ndarray, shape (H, W)
         The estimate so far.
-    orientation : (ndarray, ndarray)
+    orientation : (ndarray, ndarray[, ndarray])
         ``(scale, direction)``, shapes (S,) and (S, 2), of
-        :func:`lbdviewer.solvers.orientation.ramp_orientation`: test
+        :func:`lbdviewer.solvers.orientation.ramp_orientation` (a third
+        array, the ``tie_side`` of
+        :meth:`lbdviewer.joint.JointOperator.squared_hinge`, is passed on): test
         :math:`i` of site :math:`s` is asked
         :math:`\delta_i (c_s + (g_s \cdot u_i)^2)`.
 
     Returns
     -------
     orientation : (ndarray, ndarray)
-        ``(gain * scale, sqrt(gain) * direction)``: every margin of site
+        ``(gain * scale, sqrt(gain) * direction[, tie_side])``: every margin of site
         :math:`s` times its gain :math:`g_s`.
     start : ndarray or None
         The flat image at ``x``'s mean where no site shows structure (all
@@ -159,11 +161,11 @@ def gated_orientation(operator, bits, x, orientation):
     >>> scale.tolist(), float(np.ptp(start))
     ([0.0, 0.0], 0.0)
     """
-    scale, direction = (np.asarray(v, dtype=np.float64) for v in orientation)
+    scale, direction = (np.asarray(v, dtype=np.float64) for v in orientation[:2])
     n_sites = len(np.asarray(bits))
     if scale.shape != (n_sites,) or direction.shape != (n_sites, 2):
         raise ValueError(f"orientation must have shapes ({n_sites},) and ({n_sites}, 2), got {scale.shape} and "
                          f"{direction.shape}")
     gains = coherence_gain(blurred_agreement(operator, bits, x))
     start = None if gains.any() else np.full(np.shape(x), float(np.mean(x)))
-    return (gains * scale, np.sqrt(gains)[:, None] * direction), start
+    return (gains * scale, np.sqrt(gains)[:, None] * direction, *orientation[2:]), start

@@ -94,3 +94,33 @@ def ramp_orientation(operator, bits):
             rho = np.sqrt(np.clip((explained - RAMP_CHANCE) / (1.0 - RAMP_CHANCE), 0.0, 1.0))
             scale[chunk], direction[chunk] = 1.0 - rho, np.sqrt(rho)[:, None] * unit
     return scale, direction
+
+
+#: A site whose bits lean to the side that takes ties by more than this share is read as flat somewhere
+#: (exact ties), and its bits of that side ask no margin (see :func:`tie_side`).
+TIE_LEAN = 0.6
+
+
+def tie_side(bits, *, tie_positive=False, lean=None):
+    r"""Share of the margin each site's bits of the side that takes ties are asked: 1, or 0 where they may be ties.
+
+    A bit of the side that takes ties (−1 unless ``tie_positive``) is a
+    strict sign or an exact tie, and sign consistency asks it for no margin.
+    Exact ties come from flat areas (a clipped black or white region), where
+    nearly every test ties and the site's bits lean far to that side; where
+    they do not lean past ``lean`` (a share of the bits), the bits of that
+    side are read as strict signs and asked the same margin (default ``TIE_LEAN``)
+    (:meth:`lbdviewer.joint.JointOperator.squared_hinge`, ``orientation``'s
+    third array).
+
+    Examples
+    --------
+    >>> tie_side(np.array([[1, -1, 1, -1], [-1, -1, -1, 1]])).tolist()
+    [1.0, 0.0]
+    """
+    bits = np.asarray(bits)
+    lean = TIE_LEAN if lean is None else lean
+    if not 0.5 <= lean <= 1:
+        raise ValueError(f"lean must be in [0.5, 1], got {lean!r}")
+    leaning = np.mean(bits > 0 if tie_positive else bits < 0, axis=1)
+    return (leaning <= lean).astype(np.float64)
