@@ -34,10 +34,11 @@ def test_gated_orientation_scales_each_site_by_its_gain():
     x = JointSignConsistency(op, bits, iterations=60, gated=False).run().x[0]
     (scale, direction), start = gated_orientation(op, bits, x, orientation)
     gains = coherence_gain(blurred_agreement(op, bits, x))
-    assert 0 < gains.min() < 1 or gains.min() == 0  # some sites are read as noise ...
+    assert gains.min() == 0.0 and 0 < np.mean(gains == 0) < 1  # the paper's sites are read as noise ...
     assert gains.max() == 1.0 and start is None  # ... and the bar's as structure
     np.testing.assert_allclose(scale, gains * orientation[0])
-    np.testing.assert_allclose(np.linalg.norm(direction, axis=1) ** 2, gains * np.linalg.norm(orientation[1], axis=1) ** 2)
+    lengths = np.linalg.norm(direction, axis=1) ** 2
+    np.testing.assert_allclose(lengths, gains * np.linalg.norm(orientation[1], axis=1) ** 2)
 
 
 def test_without_structure_every_margin_vanishes_and_the_solve_goes_on_from_flat():

@@ -101,7 +101,7 @@ def ramp_orientation(operator, bits):
 TIE_LEAN = 0.6
 
 
-def tie_side(bits, *, tie_positive=False, lean=None):
+def tie_side(bits, *, tie_positive=False, lean=TIE_LEAN):
     r"""Share of the margin each site's bits of the side that takes ties are asked: 1, or 0 where they may be ties.
 
     A bit of the side that takes ties (−1 unless ``tie_positive``) is a
@@ -119,7 +119,6 @@ def tie_side(bits, *, tie_positive=False, lean=None):
     [1.0, 0.0]
     """
     bits = np.asarray(bits)
-    lean = TIE_LEAN if lean is None else lean
     if not 0.5 <= lean <= 1:
         raise ValueError(f"lean must be in [0.5, 1], got {lean!r}")
     leaning = np.mean(bits > 0 if tie_positive else bits < 0, axis=1)
