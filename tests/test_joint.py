@@ -409,6 +409,36 @@ def test_oriented_squared_hinge_scales_each_sites_margins_by_its_direction():
     np.testing.assert_allclose(neutral[1], plain[1], atol=1e-12)
 
 
+def test_fused_terms_on_wide_blocks_match_forward_and_adjoint(pattern):
+    # Rows of 104 sites: a block of 64 and one of 40, both run over all 64 lanes (the second after the first's
+    # means), and rows of 20: one block that runs over its own sites. The results must not see the padding.
+    rng = np.random.default_rng(12)
+    for width in (214, 46):
+        sites = grid_sites((12, width), patch_size=8, offset=2)
+        op = JointOperator((12, width), sites, make_pattern(pattern.name, patch_size=8, m=32, rng=3),
+                           dtype=np.float64)
+        assert np.diff(op._block_start).max() in (64, 20)
+        x = rng.random((12, width))
+        positive = rng.random(op.range_shape) > 0.5
+        table = rng.random((1, 32)) * 0.05
+        scale, direction, share = rng.random(len(sites)), rng.standard_normal((len(sites), 2)), rng.random(len(sites))
+        value, gradient, agree = op.squared_hinge(x, positive, table, orientation=(scale, direction, share),
+                                                  atol=1e-9)
+        units = op.test_directions[op.site_pattern]
+        along = direction[:, 0, None] * units[:, 0] + direction[:, 1, None] * units[:, 1]
+        margins = table[op.site_pattern] * (scale[:, None] + along**2)
+        strict = ~positive if op.tie_positive else positive
+        sign, values = np.where(positive, 1.0, -1.0), op.forward(x)
+        residual = np.maximum(np.where(strict, margins, share[:, None] * margins) - sign * values, 0.0)
+        assert np.isclose(value, np.sum(residual**2))
+        np.testing.assert_allclose(gradient, op.adjoint(-2 * sign * residual), atol=1e-12)
+        assert agree == np.sum((sign_with_ties(values, tie_positive=op.tie_positive, atol=1e-9) > 0) == positive)
+        errors, wrong = op.binary_gradient(x, pack_bits(sign))
+        bits = sign_with_ties(values, tie_positive=op.tie_positive, atol=0.5 / 255)
+        assert wrong == np.sum(bits != sign)
+        np.testing.assert_allclose(errors, op.adjoint((sign - bits) / 2), atol=1e-12)
+
+
 def test_test_directions_are_unit_vectors_from_the_second_field_to_the_first(pattern):
     op = JointOperator((16, 16), [[0, 0]], pattern, dtype=np.float64)
     units = op.test_directions[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+LANES = 64  # the most sites a block holds (its bits of one test are one 64-bit word); the fused kernels' loop count
 INTEGRAL = -2  # ``field_group`` of a box read from the integral image (-1: taps of the image)
 
 
@@ -282,6 +283,56 @@ def _block_words(packed, block_start, m):
     return words
 
 
+@numba.njit(inline="always")
+def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions, hinge,
+                 tie_up, atol, means, grads, scale, along_row, along_col, tie_side, up, margins, step, squares, right):
+    """Every test of a block's pattern over the block's first ``count`` sites (see :func:`_bits_blocks`).
+
+    Inlined (numba ``inline="always"``): called with the constant ``LANES``,
+    every loop over the sites has a count known when compiled, and
+    vectorises whole, with no scalar remainder (13 % faster a call than
+    the block's own 61 sites at offset 8 on 512 pixels).
+    """
+    zero, one, two, tie = means.dtype.type(0.0), means.dtype.type(1.0), means.dtype.type(2.0), means.dtype.type(tie_up)
+    for i in range(m):
+        a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
+        for j in range(count):  # the target bits as 0/1, in a loop of their own: every loop vectorises
+            up[j] = means.dtype.type((word >> np.uint64(j)) & np.uint64(1))
+        # Margins: only the strict side (not taking ties) has one, d (tie + up (1 - 2 tie)) with up the
+        # target as 0/1; [d - s (v - t)]_+ = [d + s t - s v]_+ with the threshold folded in.
+        shift = thresholds[p, i]
+        below, above = shift - atol, shift + atol  # sign(v - t) with ties: compare v with these
+        if hinge and oriented:
+            u_row, u_col, base = test_directions[p, 0, i], test_directions[p, 1, i], margin[p, i]
+            for j in range(count):
+                along = along_row[j] * u_row + along_col[j] * u_col
+                margins[j] = base * (scale[j] + along * along)
+        elif hinge:
+            for j in range(count):
+                margins[j] = margin[p, i]
+        if hinge:  # loops without branches: each vectorises
+            for j in range(count):
+                v = means[a, j] - means[b, j]
+                bit = means.dtype.type(v >= below) if tie_up else means.dtype.type(v > above)
+                right[j] += one - (bit - up[j]) * (bit - up[j])
+                sign = two * up[j] - one
+                strict = tie + up[j] * (one - two * tie)
+                r = max(margins[j] * (strict + (one - strict) * tie_side[j]) + sign * shift - sign * v, zero)
+                step[j] = -two * sign * r
+                squares[j] += r * r
+        else:
+            for j in range(count):
+                v = means[a, j] - means[b, j]
+                bit = means.dtype.type(v >= below) if tie_up else means.dtype.type(v > above)
+                wrong = (bit - up[j]) * (bit - up[j])
+                right[j] += one - wrong
+                step[j] = (two * up[j] - one) * wrong
+        for j in range(count):
+            grads[a, j] += step[j]
+        for j in range(count):
+            grads[b, j] -= step[j]
+
+
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, site_terms, test_directions, hinge,
                  tie_up, atol, m, block_start, block_stride, block_lo,
@@ -292,7 +343,11 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
     Sites are processed a block at a time with the site as the inner,
     vectorised index: field means gathered ``(F, B)``, then every test ``i``
     runs over the block's sites at once, its target bits one word of
-    ``words`` (:func:`_block_words`), and its step goes back to the means.
+    ``words`` (:func:`_block_words`), and its step goes back to the means
+    (:func:`_block_tests`). A block of more than ``LANES / 2`` sites runs
+    all ``LANES`` of them, the ones past its end reading zeros or an
+    earlier block's means, their results dropped: loops of a constant count
+    are faster than loops of the block's own.
     With ``v`` the difference and ``t = thresholds[p, i]``: ``hinge``: the
     step is ``-2 s [d - s (v - t)]_+`` with ``d = margin[p, i]`` on the strict
     side only (the side that does not take ties), and its squares are summed;
@@ -304,70 +359,39 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
     that takes ties is asked ``e_s`` of it (see
     :meth:`lbdviewer.joint.JointOperator.squared_hinge`).
     """
-    width = np.max(np.diff(block_start[block_lo:block_hi + 1]))
-    margins = np.empty(width, dtype=x.dtype)
     n_fields = np.max(np.diff(field_start))
-    means = np.empty((n_fields, width), dtype=x.dtype)
-    grads = np.zeros((n_fields, width), dtype=x.dtype)
-    step, up = np.empty(width, dtype=x.dtype), np.empty(width, dtype=x.dtype)
-    tie_side = np.zeros(width, dtype=x.dtype)  # share of the margin the side taking ties is asked, a site
-    squares, right = np.zeros(width, dtype=x.dtype), np.zeros(width, dtype=x.dtype)  # a block's sums, exact in right
+    means = np.zeros((n_fields, LANES), dtype=x.dtype)
+    grads = np.zeros((n_fields, LANES), dtype=x.dtype)
+    scale, along_row, along_col = np.zeros(LANES, x.dtype), np.zeros(LANES, x.dtype), np.zeros(LANES, x.dtype)
+    tie_side = np.zeros(LANES, dtype=x.dtype)  # share of the margin the side taking ties is asked, a site
+    up, margins, step = np.zeros(LANES, dtype=x.dtype), np.zeros(LANES, dtype=x.dtype), np.zeros(LANES, x.dtype)
+    squares, right = np.zeros(LANES, dtype=x.dtype), np.zeros(LANES, dtype=x.dtype)  # a block's sums, exact in right
     total, agree = 0.0, 0
-    zero, one, two, tie = x.dtype.type(0.0), x.dtype.type(1.0), x.dtype.type(2.0), x.dtype.type(tie_up)
     for block in range(block_lo, block_hi):
         s0, n, stride, p, f0, f1, i0 = _block_sites(block, block_start, block_stride, site_pattern, field_start,
                                                     pair_start)
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
                      field_offset, tap_start, tap_offset, tap_weight, means)
-        if oriented:  # the block's sites' terms as contiguous slices: the margin loop vectorises
-            scale, along_row, along_col = site_terms[0, s0:s0 + n], site_terms[1, s0:s0 + n], site_terms[2, s0:s0 + n]
+        if oriented:
             for j in range(n):
+                scale[j], along_row[j], along_col[j] = site_terms[0, s0 + j], site_terms[1, s0 + j], site_terms[2, s0 + j]
                 tie_side[j] = site_terms[3, s0 + j]
-        for i in range(m):
-            a, b, word = pair_a[i0 + i], pair_b[i0 + i], words[block, i]
-            for j in range(n):  # the target bits as 0/1, in a loop of their own: every loop vectorises
-                up[j] = x.dtype.type((word >> np.uint64(j)) & np.uint64(1))
-            # Margins: only the strict side (not taking ties) has one, d (tie + up (1 - 2 tie)) with up the
-            # target as 0/1; [d - s (v - t)]_+ = [d + s t - s v]_+ with the threshold folded in.
-            shift = thresholds[p, i]
-            below, above = shift - atol, shift + atol  # sign(v - t) with ties: compare v with these
-            if hinge and oriented:
-                u_row, u_col, base = test_directions[p, 0, i], test_directions[p, 1, i], margin[p, i]
-                for j in range(n):
-                    along = along_row[j] * u_row + along_col[j] * u_col
-                    margins[j] = base * (scale[j] + along * along)
-            elif hinge:
-                for j in range(n):
-                    margins[j] = margin[p, i]
-            if hinge:  # loops without branches: each vectorises
-                for j in range(n):
-                    v = means[a, j] - means[b, j]
-                    bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
-                    right[j] += one - (bit - up[j]) * (bit - up[j])
-                    sign = two * up[j] - one
-                    strict = tie + up[j] * (one - two * tie)
-                    r = max(margins[j] * (strict + (one - strict) * tie_side[j]) + sign * shift - sign * v, zero)
-                    step[j] = -two * sign * r
-                    squares[j] += r * r
-            else:
-                for j in range(n):
-                    v = means[a, j] - means[b, j]
-                    bit = x.dtype.type(v >= below) if tie_up else x.dtype.type(v > above)
-                    wrong = (bit - up[j]) * (bit - up[j])
-                    right[j] += one - wrong
-                    step[j] = (two * up[j] - one) * wrong
-            for j in range(n):
-                grads[a, j] += step[j]
-            for j in range(n):
-                grads[b, j] -= step[j]
+        if 2 * n > LANES:
+            _block_tests(LANES, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions,
+                         hinge, tie_up, atol, means, grads, scale, along_row, along_col, tie_side, up, margins, step,
+                         squares, right)
+        else:
+            _block_tests(n, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions,
+                         hinge, tie_up, atol, means, grads, scale, along_row, along_col, tie_side, up, margins, step,
+                         squares, right)
         _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
                        tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
         for j in range(n):
             total += squares[j]
             agree += int(right[j])
-            squares[j], right[j] = zero, zero
+        squares[:], right[:] = 0.0, 0.0
+        grads[:, n:] = 0.0  # the steps of the sites past the block's end
     return total, agree
-
 
 
 @numba.njit(cache=True, nogil=True)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from lbdviewer.joint._kernels import INTEGRAL
+from lbdviewer.joint._kernels import INTEGRAL, LANES
 from lbdviewer.operators import _all_bounds, field_entries
 
 FILTER_READS_PER_PIXEL = 0.25
-BLOCK_SITES = 64  # sites a block of the kernels handles at once: its bits of one test fill a 64-bit word
+BLOCK_SITES = LANES  # sites a block of the kernels handles at once: its bits of one test fill a 64-bit word
 BOX_PLANE_READS_PER_PIXEL = 1.0  # a box read less often than this is read as 4 corners of the integral image
 MAX_PHASES = 64  # planes are polyphase for grid spacings up to this (wider ones are sparse: read in place)
 
