@@ -106,7 +106,7 @@ def _correlate_phased_adjoint(plane, stencil, layout, row_lo, row_hi, out):
 
 @numba.njit(cache=True, nogil=True)
 def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
-                 field_offset, tap_start, tap_offset, tap_weight, means):
+                 field_offset, tap_start, tap_offset, tap_weight, means, lanes=False):
     """``means[f - f0, j]``: mean of field ``f`` at site ``s0 + j``, for the ``n`` sites of a block.
 
     Filtered fields are read from their plane (laid out as :func:`_plane_index`
@@ -120,9 +120,14 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
         row = means[f - f0]
         if group >= 0 and stride == layout[1]:  # consecutive values: a copy that vectorises
             start = _plane_index(site_base[s0] + offset, layout)
-            source = filtered[group, start:start + n]
-            for j in range(n):
-                row[j] = source[j]
+            if lanes and start + LANES <= filtered.shape[1]:  # a constant count: no scalar remainder
+                source = filtered[group, start:start + LANES]
+                for j in range(LANES):
+                    row[j] = source[j]
+            else:
+                source = filtered[group, start:start + n]
+                for j in range(n):
+                    row[j] = source[j]
         elif group >= 0 and stride > 0 and layout[1] == 1:
             # slices, not index arithmetic: no negative-index checks in the loop
             start = site_base[s0] + offset
@@ -165,13 +170,23 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
 
 @numba.njit(cache=True, nogil=True)
 def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
-                   tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners):
-    """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``."""
+                   tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners, lanes=False):
+    """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``.
+
+    ``lanes``: ``grads`` holds ``LANES`` columns, zero past ``n``, and
+    consecutive plane values take all of them (adding zeros past the block).
+    """
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
         row = grads[f - f0]
         if group >= 0 and stride == layout[1]:
             start = _plane_index(site_base[s0] + offset, layout)
+            if lanes and start + LANES <= out_filtered.shape[1]:
+                target = out_filtered[group, start:start + LANES]
+                for j in range(LANES):
+                    target[j] += row[j]
+                    row[j] = 0.0
+                continue
             target = out_filtered[group, start:start + n]
             for j in range(n):
                 target[j] += row[j]
@@ -370,13 +385,14 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
     for block in range(block_lo, block_hi):
         s0, n, stride, p, f0, f1, i0 = _block_sites(block, block_start, block_stride, site_pattern, field_start,
                                                     pair_start)
+        wide = 2 * n > LANES  # all LANES sites, those past the block's end dropped
         _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
-                     field_offset, tap_start, tap_offset, tap_weight, means)
+                     field_offset, tap_start, tap_offset, tap_weight, means, wide)
         if oriented:
             for j in range(n):
                 scale[j], along_row[j], along_col[j] = site_terms[0, s0 + j], site_terms[1, s0 + j], site_terms[2, s0 + j]
                 tie_side[j] = site_terms[3, s0 + j]
-        if 2 * n > LANES:
+        if wide:
             _block_tests(LANES, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions,
                          hinge, tie_up, atol, means, grads, scale, along_row, along_col, tie_side, up, margins, step,
                          squares, right)
@@ -384,13 +400,14 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
             _block_tests(n, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions,
                          hinge, tie_up, atol, means, grads, scale, along_row, along_col, tie_side, up, margins, step,
                          squares, right)
+        if wide:
+            grads[:, n:] = 0.0  # the steps of the sites past the block's end: not scattered
         _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
-                       tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners)
+                       tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners, wide)
         for j in range(n):
             total += squares[j]
             agree += int(right[j])
         squares[:], right[:] = 0.0, 0.0
-        grads[:, n:] = 0.0  # the steps of the sites past the block's end
     return total, agree
 
 
