@@ -430,19 +430,6 @@ def _box_planes(integral, boxes, planes):
 
 
 @numba.njit(cache=True, nogil=True)
-def _integral(image):
-    """``(H + 1, W + 1)`` float64 integral image: ``out[r, c]`` = sum of ``image[:r, :c]``."""
-    height, width = image.shape
-    out = np.zeros((height + 1, width + 1))
-    for r in range(height):
-        running = 0.0
-        for c in range(width):
-            running += image[r, c]
-            out[r + 1, c + 1] = out[r, c + 1] + running
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def _box_corners(planes, boxes, width, row_lo, row_hi, corners):
     """Adds the box planes' values, with their boxes' weights and signs, at the four corners of each box.
 
@@ -466,7 +453,7 @@ def _box_corners(planes, boxes, width, row_lo, row_hi, corners):
 
 @numba.njit(cache=True, nogil=True)
 def _integral_adjoint(corners, row_lo, row_hi, out):
-    """Adds the adjoint of :func:`_integral` applied to ``corners`` to the flat image ``out``.
+    """Adds the adjoint of the integral image (``cv2.integral``) applied to ``corners`` to the flat image ``out``.
 
     Pixel ``(r, c)`` receives the sum of the corners at ``(r' > r, c' > c)``:
     one suffix-sum sweep from the bottom row up. Corners hold the signed
