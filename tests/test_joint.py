@@ -409,14 +409,16 @@ def test_oriented_squared_hinge_scales_each_sites_margins_by_its_direction():
     np.testing.assert_allclose(neutral[1], plain[1], atol=1e-12)
 
 
-def test_fused_terms_on_wide_blocks_match_forward_and_adjoint(pattern):
+@pytest.mark.parametrize("backend", ["filtered", "direct"])
+def test_fused_terms_on_wide_blocks_match_forward_and_adjoint(pattern, backend):
     # Rows of 104 sites: a block of 64 and one of 40, both run over all 64 lanes (the second after the first's
     # means), and rows of 20: one block that runs over its own sites. The results must not see the padding.
+    # BRIEF filtered reads and writes its one Gaussian plane in place; the others gather and scatter.
     rng = np.random.default_rng(12)
     for width in (214, 46):
         sites = grid_sites((12, width), patch_size=8, offset=2)
         op = JointOperator((12, width), sites, make_pattern(pattern.name, patch_size=8, m=32, rng=3),
-                           dtype=np.float64)
+                           dtype=np.float64, backend=backend)
         assert np.diff(op._block_start).max() in (64, 20)
         x = rng.random((12, width))
         positive = rng.random(op.range_shape) > 0.5

@@ -33,7 +33,9 @@ the planes are stored polyphase with the grid's spacing, see
 block at once, and gradients go back the same way. The data terms of BIHT
 (:meth:`JointOperator.binary_gradient`) and of the sign-consistency solver
 (:meth:`JointOperator.squared_hinge`) are fused with their back-projection
-and read the bits packed, 8 a byte, so memory is ``O(HW + S M / 8)``. Block
+and read the bits packed, 8 a byte, so memory is ``O(HW + S M / 8)``; where
+all of a block's fields are filtered (BRIEF), they read the planes and add to
+their adjoints in place, with nothing gathered or scattered. Block
 ranges run in parallel, the first in the calling thread and the others in
 the solvers' shared pool (``nogil`` kernels, :func:`lbdviewer.parallel.map_parallel`);
 each range back-projects into its own image.
