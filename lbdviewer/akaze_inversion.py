@@ -81,9 +81,9 @@ def iter_invert_akaze(features):
     ------
     InversionProgress
         One per keypoint (no image), then the tuple ``(image, covered,
-        bit_consistency, 0)`` (no solver iterations: each keypoint is one
-        ridge solve) that :func:`lbdviewer.inversion.iter_invert_features`
-        turns into its result.
+        bit_consistency, 0, None)`` (no solver iterations and no solver
+        settings: each keypoint is one ridge solve) that
+        :func:`lbdviewer.inversion.iter_invert_features` turns into its result.
     """
     import cv2
 
@@ -129,4 +129,4 @@ def iter_invert_akaze(features):
     image = np.where(covered, total / np.maximum(weight, 1e-12), 0.0)
     spread = float(image[covered].std()) if np.any(covered) else 1.0
     image = np.where(covered, np.clip(0.5 + image / (STRETCH * max(spread, 1e-12)), 0.0, 1.0), 0.0)
-    yield image, covered, consistent / max(len(operators), 1), 0
+    yield image, covered, consistent / max(len(operators), 1), 0, None

@@ -248,7 +248,8 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
         The last one carries the :class:`lbdviewer.reconstruct.ImageResult`
         (image in ``[0, 1]``, 0 where no keypoint's patch reaches; covered
         mask; ``params`` with every parameter, the descriptor and the number
-        of keypoints; ``iterations_run``: the iterations the solver really
+        of keypoints, and the joint solver's ``solver_settings`` (None
+        patchwise and for AKAZE); ``iterations_run``: the iterations the solver really
         ran, the most any keypoint ran for ``"patches"``, fewer than
         ``iterations`` when it stopped early). AKAZE's inversion is closed
         form: it records 0 iterations requested and run.
@@ -286,16 +287,16 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
             yield InversionProgress(done=0, total=total, iterations_run=0)  # a point where a caller can stop
         runner = _joint if mode == "joint" else _patchwise
         items = runner(features, patterns, int(iterations), sparsity)
-    image = covered = consistency = None
+    image = covered = consistency = settings = None
     ran = 0
     for item in items:
         if isinstance(item, InversionProgress):
             yield item
         else:
-            image, covered, consistency, ran = item
+            image, covered, consistency, ran, settings = item
     params = {"descriptor": features.descriptor, "keypoints": len(features.keypoints), "mode": mode,
               "method": method, "iterations": int(iterations), "sparsity": float(sparsity),
-              "image_shape": list(features.image_shape)}
+              "image_shape": list(features.image_shape), "solver_settings": settings}
     result = ImageResult(image=np.where(covered, np.clip(image, 0.0, 1.0), 0.0), covered=covered, mode=mode,
                          method=method, iterations=int(iterations), solver_bit_consistency=consistency,
                          seconds=time.perf_counter() - started, params=params, iterations_run=int(ran))
@@ -342,7 +343,7 @@ def _patchwise(features, patterns, iterations, sparsity):
                 reported = done
                 estimate = np.where(weight > 0, total / np.maximum(weight, 1.0), 0.0)
             yield InversionProgress(done=done, total=len(patterns), image=estimate, iterations_run=ran)
-    yield total / np.maximum(weight, 1.0), weight > 0, consistent / max(len(patterns), 1), ran
+    yield total / np.maximum(weight, 1.0), weight > 0, consistent / max(len(patterns), 1), ran, None
 
 
 def _place(total, weight, kp, patch, cv2):
@@ -428,18 +429,19 @@ def _pyramid_joint(features, patterns, operator, iterations):
     state = None
     # Oriented margins need every site's bits to show one ramp on one grid; sparse keypoints at several
     # scales and angles were not measured with them, and the pyramid operator has no oriented kernel.
-    for state in JointSignConsistency(operator, features.bits(), iterations=iterations, oriented=False).steps():
+    solver = JointSignConsistency(operator, features.bits(), iterations=iterations, oriented=False)
+    for state in solver.steps():
         done = state.iteration
         image = np.clip(state.x[0], 0.0, 1.0) if done % estimate_every == 0 or state.finished else None
         yield InversionProgress(done=done, total=iterations, image=image, iterations_run=done)
     yield (np.asarray(state.x[0], dtype=np.float64), _covered(features.image_shape, patterns),
-           float(state.bit_consistency[0]), int(state.iteration))
+           float(state.bit_consistency[0]), int(state.iteration), solver.settings)
 
 
 def _joint(features, patterns, iterations, sparsity):
     height, width = features.image_shape
     if not patterns:
-        yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None, 0
+        yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None, 0, None
         return
     stencils = _pyramid_stencils(patterns)
     yield InversionProgress(done=0, total=iterations, iterations_run=0)  # each stage of the set-up: a point to stop
@@ -466,5 +468,6 @@ def _joint(features, patterns, iterations, sparsity):
                                     iterations_run=progress.done)  # the joint solver reports iterations done
             continue
         result = progress.result
-        yield result.image[crop], result.covered[crop], result.solver_bit_consistency, result.iterations_run
+        yield (result.image[crop], result.covered[crop], result.solver_bit_consistency, result.iterations_run,
+               result.params.get("solver_settings"))
 

@@ -81,7 +81,11 @@ class ImageResult:
     seconds : float
         Wall-clock time of the reconstruction.
     params : dict
-        Every parameter used, for figure and metrics files.
+        Every parameter used, for figure and metrics files; a joint solve's
+        ``solver_settings`` say what its solver ran with beyond the method's
+        name (sign consistency: stages, margins, total variation, gate, tie
+        lean; None for BIHT and primal-dual, whose ``sparsity`` and ``lam``
+        are given).
     iterations_run : int or None
         Iterations actually run: the most any patch ran (``"patches"``) or
         the whole-image solver's count; fewer than ``iterations`` when the
@@ -299,7 +303,7 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
         runner = _patchwise(descriptors, kind, sites, unique, index, shape, method, iterations,
                             sparsity, lam, chunk)
     else:
-        runner = _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam)
+        runner = _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam, params)
     consistency = ran = None
     for item in runner:
         if isinstance(item, ImageProgress):
@@ -380,8 +384,9 @@ def _patchwise(descriptors, kind, sites, unique, index, shape, method, iteration
 
 
 # -- joint -------------------------------------------------------------------
-def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam):
-    operator = JointOperator(shape, sites, patterns)
+def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations, sparsity, lam, params):
+    """The joint solve's progress, then ``(image, bit consistency, iterations run)``; records its settings."""
+    operator, subset = JointOperator(shape, sites, patterns), {}
     if method == "consistency":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
         solver = CoarseToDense(operator, bits, sites, shape, iterations)
@@ -394,6 +399,7 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
         if keep is not None:  # its weak-TV solve needs thousands of iterations: on the 8-pixel sub-grid only
             operator, bits = site_subset(operator, keep), bits[keep]
         solver = JointCoherentContrast(operator, bits, iterations=iterations)
+        subset = {"spacing": None if keep is None else COARSE_SPACING}
     elif method == "biht":
         packed = descriptors if kind == "packed" else pack_bits(descriptors)
         solver = JointBIHT(operator, packed, covered_counts=counts, sparsity=sparsity, iterations=iterations)
@@ -401,6 +407,9 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
         values = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
         solver = PrimalDualL1(FlatRange(operator), values.reshape(1, -1).astype(np.float32), lam=lam,
                               iterations=iterations, constraint="box", binary=kind != "real", backend="batched")
+    # what ran beyond the method's name: the solver's own settings (BIHT and primal-dual: sparsity and lam above)
+    settings = getattr(solver, "settings", None)
+    params["solver_settings"] = None if settings is None else {**settings, **subset}
     state = None
     for state in solver.steps():  # every iteration: each report is a point where a caller can stop
         yield ImageProgress(done=min(state.iteration, iterations), total=iterations, estimate=state.x[0])

@@ -25,7 +25,8 @@ Schema ``lbdviewer.run-record`` version 1 (keys of the top-level object):
 ``metrics``       quality metrics against the original (may be empty)
 ``source``        the image: ``name``, ``path``, ``sha256`` of the file,
                   ``pixels_sha256`` of the array used, ``shape``, ``crop``
-``parameters``    the parameters the run used
+``parameters``    the parameters the run used (a joint solve's ``solver_settings``:
+                  what its solver ran with beyond the method's name)
 ``display``       the display stretch (:meth:`lbdviewer.display.Stretched.record`),
                   or a dict of them per panel
 ``versions``      :func:`lbdviewer.io.library_versions` plus matplotlib

@@ -18,6 +18,11 @@ def test_reconstruct_end_to_end_writes_png_and_metrics(tmp_path):
     for key in ("bit_consistency", "correlation", "psnr", "ssim", "orientation_error_deg", "seconds", "sites"):
         assert key in metrics
     assert metrics["parameters"]["mode"] == "joint" and metrics["sites"] == 16
+    # the record names the code and the solver that ran, not just the method
+    assert metrics["versions"]["lbdviewer"] and metrics["versions"]["numba"]
+    (stage,) = metrics["parameters"]["solver_settings"]["stages"]  # offset 8: no coarse stage
+    assert stage["solver"] == "JointSignConsistency" and stage["iterations"] == 20
+    assert stage["oriented"] and stage["strict_ties"] and stage["gated_after"] == 17
 
 
 def test_bad_image_file_is_a_clear_error(tmp_path, capsys):

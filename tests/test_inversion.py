@@ -80,6 +80,12 @@ def test_both_modes_recover_the_photo_where_keypoints_are(camera, few_features, 
     assert 0.0 <= result.image.min() and result.image.max() <= 1.0
     assert correlation(camera, result.image, mask=result.covered) > 0.3
     assert result.params["descriptor"] == "orb" and result.params["keypoints"] == 8
+    settings = result.params["solver_settings"]
+    if mode == "patches":
+        assert settings is None  # BIHT: its sparsity is in the parameters
+    else:  # ORB's pyramid: plain margins, no gate (the pyramid operator has no oriented kernel)
+        assert settings["solver"] == "JointSignConsistency" and settings["iterations"] == 30
+        assert not settings["oriented"] and settings["gated_after"] is None and not settings["strict_ties"]
 
 
 def test_progress_counts_up_and_ends_with_the_result(few_features):

@@ -1,3 +1,4 @@
+import json
 import numpy as np
 import pytest
 
@@ -44,6 +45,35 @@ def test_a_joint_solve_reports_every_iteration(method):
     ran = reports[-1].result.iterations_run
     assert ran > 2 and [report.done for report in reports[:-1]] == list(range(1, ran + 1))
     assert all(report.estimate.shape == image.shape for report in reports)
+
+
+def test_a_dense_grid_records_both_stages_of_the_consistency_solve():
+    image = np.zeros((48, 48)); image[:, 24:] = 1.0
+    pattern = make_pattern("brief", patch_size=16, m=64)
+    sites = grid_sites(image.shape, patch_size=16, offset=2)  # denser than the 8-pixel first stage
+    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
+                               mode="joint", method="consistency", iterations=60)
+    settings = result.params["solver_settings"]
+    coarse, dense = settings["stages"]
+    assert settings["solver"] == "CoarseToDense" and coarse["spacing"] == 8 and coarse["sites"] < len(sites)
+    assert coarse["iterations"] + dense["iterations"] == 60 and dense["iterations"] == 12
+    assert dense["gated_after"] == 10 and dense["tie_lean"] == 0.6 and dense["smoothness"] == 1e-3
+
+
+@pytest.mark.parametrize("method", ["likelihood", "coherent", "biht"])
+def test_other_joint_solvers_say_what_they_ran(method):
+    image = np.zeros((24, 24)); image[:, 12:] = 1.0
+    pattern = make_pattern("brief", patch_size=16, m=64)
+    sites = grid_sites(image.shape, patch_size=16, offset=4)
+    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
+                               mode="joint", method=method, iterations=8)
+    settings = result.params["solver_settings"]
+    if method == "biht":
+        assert settings is None and result.params["sparsity"] == 0.4
+    else:
+        expected = {"likelihood": "JointLikelihood", "coherent": "JointCoherentContrast"}[method]
+        assert settings["solver"] == expected and settings["iterations"] == 8
+        json.dumps(settings)  # plain values: they go into metrics and run records as they are
 
 
 def test_descriptor_forms_and_errors():

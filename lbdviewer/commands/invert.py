@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from lbdviewer.commands._args import add_command, add_limit_options, add_output, check_outputs, positive_int
 from lbdviewer.display import display_stretch
 from lbdviewer.features import DESCRIPTORS, load_features
 from lbdviewer.inversion import FEATURE_ITERATIONS, MODES, iter_invert_features
-from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
+from lbdviewer.io import atomic_write_all, encode_image, json_bytes, library_versions, load_image
 from lbdviewer.library_models import get_model
 from lbdviewer.progress import advance, progress_bar
 from lbdviewer.records import solver_record
@@ -144,7 +142,7 @@ def _metrics(args, features, reference, result, written):
         "uncovered_pixels": int((~result.covered).sum()),
         "parameters": {**result.params, "descriptor_params": params,
                        "library": features.params.get("library")},
-        "versions": {"numpy": np.__version__},
+        "versions": library_versions(),
     }
     if reference is None:
         out["undefined"] = {key: "no --reference image to compare with" for key in QUALITY_KEYS}

@@ -13,12 +13,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from lbdviewer.commands._args import (add_command, add_limit_options, add_output, check_outputs, finite_float,
                                       fraction, non_negative_int, positive_float, positive_int)
 from lbdviewer.display import display_stretch
-from lbdviewer.io import atomic_write_all, encode_image, json_bytes, load_image
+from lbdviewer.io import atomic_write_all, encode_image, json_bytes, library_versions, load_image
 from lbdviewer.metrics import image_metrics, packed_bit_consistency
 from lbdviewer.patterns import FAMILIES, make_pattern
 from lbdviewer.progress import advance, progress_bar
@@ -158,5 +156,5 @@ def _metrics(args, image, sites, pattern, descriptors, result):
             "offset": None if args.sites == "fast" else (DEFAULT_OFFSET if args.offset is None else args.offset),
             "real": bool(args.real), "seed": args.seed, "pattern": pattern.describe_params(),
         },
-        "versions": {"numpy": np.__version__},
+        "versions": library_versions(),
     }

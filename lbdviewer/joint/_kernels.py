@@ -427,7 +427,8 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
                          gathered.reshape((n_fields, LANES)), count == LANES)
         if oriented:
             for j in range(n):
-                scale[j], along_row[j], along_col[j] = site_terms[0, s0 + j], site_terms[1, s0 + j], site_terms[2, s0 + j]
+                scale[j], along_row[j] = site_terms[0, s0 + j], site_terms[1, s0 + j]
+                along_col[j] = site_terms[2, s0 + j]
                 tie_side[j] = site_terms[3, s0 + j]
         source, target, rows = (planes, adjoints, offsets) if in_place else (gathered, grads, stacked)
         if count == LANES:

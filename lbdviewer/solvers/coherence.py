@@ -221,6 +221,10 @@ class JointCoherentContrast:
         orientation = ramp_orientation(operator, self.bits) if oriented else None
         # The library's stop tests end this weak-TV solve early (camera, BRIEF: iteration 1016, 0.814 against 0.826):
         # it runs until no step decreases the objective, or ``iterations``.
+        #: What the solve runs (the record's ``solver_settings``).
+        self.settings = {"solver": "JointCoherentContrast", "iterations": int(iterations), "margin": LOW_TV_MARGIN,
+                         "margin_power": 2, "smoothness": LOW_TV_SMOOTHNESS, "oriented": bool(oriented),
+                         "gain_smoothing": GAIN_SMOOTHING, "base_blur": BASE_BLUR}
         self.solver = SignConsistency(operator, bits, margin=LOW_TV_MARGIN * weights, smoothness=LOW_TV_SMOOTHNESS,
                                       iterations=iterations, orientation=orientation, gradient_tolerance=0.0,
                                       decrease_tolerance=0.0)

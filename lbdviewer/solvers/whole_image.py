@@ -31,9 +31,10 @@ from lbdviewer._validation import check_fraction, check_iterations
 from lbdviewer.joint import JointOperator, site_subset
 from lbdviewer.sites import coarser_grid
 from lbdviewer.solvers.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency, operator_margins
-from lbdviewer.solvers.evidence import GATE_SHARE, gated_orientation
+from lbdviewer.solvers.evidence import (COHERENCE_BLUR, GATE_SHARE, NOISE_AGREEMENT, STRUCTURE_AGREEMENT,
+                                        gated_orientation)
 from lbdviewer.solvers.likelihood import DEFAULT_LIKELIHOOD_SMOOTHNESS, DEFAULT_NOISE, BitLikelihood
-from lbdviewer.solvers.orientation import ramp_orientation, tie_side
+from lbdviewer.solvers.orientation import TIE_LEAN, ramp_orientation, tie_side
 from lbdviewer.solvers.state import SolverState, frozen_copy
 from lbdviewer.wavelets import haar_adjoint_inplace, haar_forward_inplace
 
@@ -312,13 +313,46 @@ class JointSignConsistency(_Solver):
         if oriented and strict_ties:
             orientation = (*orientation, tie_side(bits, tie_positive=bool(getattr(operator, "tie_positive", False))))
         iterations = check_iterations(iterations)
-        after = int(round(GATE_SHARE * iterations))
+        self.settings = self.describe(iterations, margin=margin, oriented=oriented, gated=gated,
+                                      strict_ties=strict_ties)
+        after = self.settings["gated_after"]
         reweigh = None
-        if gated and 1 <= after < iterations:
+        if after is not None:
             reweigh = (after, lambda x: gated_orientation(operator, bits, x, orientation))
         self.solver = SignConsistency(operator, bits, margin=margin * weights, orientation=orientation,
                                       smoothness=JOINT_SMOOTHNESS if strict_ties else DEFAULT_SMOOTHNESS,
                                       iterations=iterations, x0=x0, reweigh=reweigh)
+
+    @staticmethod
+    def describe(iterations=JOINT_ITERATIONS, *, margin=DEFAULT_MARGIN, oriented=True, gated=None, strict_ties=None):
+        """What a solve with these arguments runs: the record's ``solver_settings`` (plain JSON values).
+
+        The library's constants that shape the solve are written out (margin
+        law, total variation, gate, tie lean), so a record says which solver
+        ran without the source at hand.
+
+        Examples
+        --------
+        >>> settings = JointSignConsistency.describe(300)
+        >>> settings["gated_after"], settings["strict_ties"], settings["smoothness"]
+        (250, True, 0.001)
+        >>> JointSignConsistency.describe(300, oriented=False)["gated_after"] is None
+        True
+        """
+        gated = oriented if gated is None else gated
+        strict_ties = oriented if strict_ties is None else strict_ties
+        after = int(round(GATE_SHARE * iterations))
+        gated_after = after if gated and 1 <= after < iterations else None
+        return {
+            "solver": "JointSignConsistency", "iterations": int(iterations), "margin": float(margin),
+            "margin_power": MARGIN_POWER, "oriented": bool(oriented),
+            "smoothness": JOINT_SMOOTHNESS if strict_ties else DEFAULT_SMOOTHNESS,
+            "gated_after": gated_after,
+            "gate": None if gated_after is None else {"noise_agreement": NOISE_AGREEMENT,
+                                                      "structure_agreement": STRUCTURE_AGREEMENT,
+                                                      "blur": COHERENCE_BLUR},
+            "strict_ties": bool(strict_ties), "tie_lean": TIE_LEAN if strict_ties else None,
+        }
 
     def steps(self):
         """The states of the underlying :class:`SignConsistency`."""
@@ -347,12 +381,19 @@ class CoarseToDense(_Solver):
     def __init__(self, operator, bits, sites, shape, iterations):
         self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
         self.iterations = check_iterations(iterations)
+        self._keep = coarser_grid(sites, spacing=COARSE_SPACING)
+        self._dense = dense = (self.iterations if self._keep is None
+                               else max(1, int(round(DENSE_SHARE * self.iterations))))
+        stages = [JointSignConsistency.describe(dense)]
+        if dense < self.iterations:
+            stages.insert(0, {**JointSignConsistency.describe(self.iterations - dense),
+                              "sites": int(np.count_nonzero(self._keep)), "spacing": COARSE_SPACING})
+        #: What the solve runs (the record's ``solver_settings``): its stages, coarse first.
+        self.settings = {"solver": "CoarseToDense", "stages": stages}
 
     def steps(self):
         """Yield the coarse stage's states, then the dense stage's, numbered on."""
-        operator, bits, sites, iterations = self.operator, self.bits, self.sites, self.iterations
-        keep = coarser_grid(sites, spacing=COARSE_SPACING)
-        dense = iterations if keep is None else max(1, int(round(DENSE_SHARE * iterations)))
+        operator, bits, iterations, keep, dense = self.operator, self.bits, self.iterations, self._keep, self._dense
         done, x0 = 0, None
         if keep is not None and iterations > dense:
             coarse = site_subset(operator, keep)
@@ -416,6 +457,11 @@ class JointLikelihood(_Solver):
         self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
         self.iterations = check_iterations(iterations)
         self.noise, self.smoothness = noise, smoothness
+        #: What the solve runs (the record's ``solver_settings``).
+        self.settings = {"solver": "JointLikelihood", "iterations": self.iterations, "noise": float(noise),
+                         "smoothness": float(smoothness), "decisive": DECISIVE, "decisive_share": DECISIVE_SHARE,
+                         "first_stage_spacing": None if coarser_grid(sites, spacing=COARSE_SPACING) is None
+                         else COARSE_SPACING}
 
     def steps(self):
         """Yield stage 1's states, then stage 2's, numbered on; only the last is ``finished``."""

@@ -97,6 +97,8 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     if mode == "joint":
         assert 1 <= solver["iterations_run"] <= solver["iterations_requested"]
         assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
+        (stage,) = record["parameters"]["solver_settings"]["stages"]  # what the sign consistency ran with
+        assert stage["iterations"] == solver["iterations_requested"] and stage["gated_after"] is not None
     else:  # the most iterations any patch ran
         assert 1 <= solver["iterations_run"] <= solver["iterations_requested"] == 40
 
