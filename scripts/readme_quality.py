@@ -8,7 +8,9 @@ in README.md: 512x512 samples, 32x32 patches, offset 8, M = 512, binary
 descriptors, default parameters otherwise; each cell comes from
 ``lbdviewer reconstruct --metrics`` (correlation, PSNR, bit consistency of
 the joint result; solver bit consistency of the patchwise one). The solvers
-are deterministic, so a fresh run gives the same digits unless the code changed.
+are deterministic, so a fresh run on the same machine gives the same digits
+unless the code changed (numba compiles for the CPU it runs on: on another, the
+joint solve's camera figures can move by rounding, within a few hundredths).
 """
 
 from __future__ import annotations
