@@ -101,6 +101,26 @@ def test_reweigh_changes_the_margins_once_and_the_objective_never_rises():
     assert objectives[20] < 0.75 * objectives[19]  # half the margins: about a quarter of the squares
 
 
+def test_reweigh_drops_the_curvature_pairs_of_the_old_objective(monkeypatch):
+    from lbdviewer.solvers import consistency
+
+    op, bits = _problem(_paper_with_a_bar(), "brief")
+    orientation = ramp_orientation(op, bits)
+    pairs, original = [], consistency.compact_coefficients
+
+    def counting(order, *args):
+        pairs.append(len(order))
+        return original(order, *args)
+
+    monkeypatch.setattr(consistency, "compact_coefficients", counting)
+    solver = SignConsistency(op, bits, orientation=orientation, iterations=30,
+                             reweigh=(20, lambda x: ((orientation[0] / 2, orientation[1]), None)))
+    states = list(solver.steps())
+    assert len(states) == 30
+    assert pairs[0] == 0 and max(pairs[:20]) > 1  # the memory fills up before the reweigh...
+    assert pairs[20] == 0 and pairs[21] == 1  # ... and starts again after it (iteration 21's direction)
+
+
 def test_reweigh_can_restart_from_an_image():
     op, bits = _problem(_paper_with_a_bar(), "brief")
     orientation = ramp_orientation(op, bits)
