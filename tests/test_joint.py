@@ -441,6 +441,36 @@ def test_fused_terms_on_wide_blocks_match_forward_and_adjoint(pattern, backend):
         np.testing.assert_allclose(errors, op.adjoint((sign - bits) / 2), atol=1e-12)
 
 
+def test_fused_terms_ignore_whatever_lies_past_a_blocks_end(monkeypatch):
+    # FREAK on a dense grid reads box planes, which are not zeroed where no field reads them; the kernels read
+    # 64 lanes whatever the block's length. With every array numpy leaves uninitialised full of NaN, the results
+    # must still be the references'.
+    rng = np.random.default_rng(13)
+    sites = grid_sites((40, 60), patch_size=16, offset=1)  # rows of 45 sites: blocks wider than half the lanes
+    op = JointOperator((40, 60), sites, make_pattern("freak", patch_size=16, m=64), dtype=np.float64)
+    assert len(op._boxes)  # box planes, read in place
+    x = rng.random((40, 60))
+    positive = rng.random(op.range_shape) > 0.5
+    table = rng.random((1, 64)) * 0.05
+
+    class NaNEmpty:  # numpy, but the operator's uninitialised arrays are NaN
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def empty(*args, **kwargs):
+            return np.full_like(np.empty(*args, **kwargs), np.nan)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(joint_operator, "np", NaNEmpty())
+        value, gradient, agree = op.squared_hinge(x, positive, table, atol=1e-9)
+    strict = ~positive if op.tie_positive else positive
+    sign, values = np.where(positive, 1.0, -1.0), op.forward(x)
+    residual = np.maximum(np.where(strict, table, 0.0) - sign * values, 0.0)
+    assert np.isfinite(value) and np.isclose(value, np.sum(residual**2))
+    np.testing.assert_allclose(gradient, op.adjoint(-2 * sign * residual), atol=1e-12)
+
+
 def test_test_directions_are_unit_vectors_from_the_second_field_to_the_first(pattern):
     op = JointOperator((16, 16), [[0, 0]], pattern, dtype=np.float64)
     units = op.test_directions[0]

@@ -318,7 +318,9 @@ def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, threshol
     steps are added to ``target[offsets[f] + j]``: the gathered means and
     their gradients, or the filtered planes and their adjoints, read and
     written in place. ``inside[j]`` is 1 for the block's sites, 0 past its
-    end (their steps are dropped). Indices are cast to unsigned, so the
+    end: their steps are dropped by a select, not a product, since what
+    lies past a block's end may be any value, NaN included (planes are not
+    zeroed where no field reads them). Indices are cast to unsigned, so the
     loops carry no negative-index checks (slices of ``source`` a test cost
     as much as the test's arithmetic). Inlined (numba ``inline="always"``):
     called with the constant ``LANES``, every loop over the sites has a
@@ -352,7 +354,7 @@ def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, threshol
                 sign = two * up[j] - one
                 strict = tie + up[j] * (one - two * tie)
                 r = max(margins[j] * (strict + (one - strict) * tie_side[j]) + sign * shift - sign * v, zero)
-                step[j] = -two * sign * r * inside[j]
+                step[j] = -two * sign * r if inside[j] > zero else zero  # a select: past the end may be NaN
                 squares[j] += r * r
         else:
             for j in range(count):
@@ -360,7 +362,7 @@ def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, threshol
                 bit = dtype.type(v >= below) if tie_up else dtype.type(v > above)
                 wrong = (bit - up[j]) * (bit - up[j])
                 right[j] += one - wrong
-                step[j] = (two * up[j] - one) * wrong * inside[j]
+                step[j] = (two * up[j] - one) * wrong if inside[j] > zero else zero
         for j in range(count):
             target[np.uint64(a + j)] += step[j]
         for j in range(count):
