@@ -114,6 +114,9 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
     strided slice when ``P = 1`` and they are evenly spaced), boxes marked
     ``INTEGRAL`` from four corners of the integral image (float64, its taps
     offsets from ``integral_base``), the others from their taps in ``x``.
+    ``lanes``: consecutive plane values fill all ``LANES`` columns where the
+    plane holds them (a constant count); the columns past ``n`` hold other
+    positions' values, any values, for the caller to drop.
     """
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
