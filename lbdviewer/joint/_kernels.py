@@ -106,7 +106,7 @@ def _correlate_phased_adjoint(plane, stencil, layout, row_lo, row_hi, out):
 
 @numba.njit(cache=True, nogil=True)
 def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group,
-                 field_offset, tap_start, tap_offset, tap_weight, means, lanes=False):
+                 field_offset, tap_start, tap_offset, tap_weight, means):
     """``means[f - f0, j]``: mean of field ``f`` at site ``s0 + j``, for the ``n`` sites of a block.
 
     Filtered fields are read from their plane (laid out as :func:`_plane_index`
@@ -114,23 +114,15 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
     strided slice when ``P = 1`` and they are evenly spaced), boxes marked
     ``INTEGRAL`` from four corners of the integral image (float64, its taps
     offsets from ``integral_base``), the others from their taps in ``x``.
-    ``lanes``: consecutive plane values fill all ``LANES`` columns where the
-    plane holds them (a constant count); the columns past ``n`` hold other
-    positions' values, any values, for the caller to drop.
     """
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
         row = means[f - f0]
         if group >= 0 and stride == layout[1]:  # consecutive values: a copy that vectorises
             start = _plane_index(site_base[s0] + offset, layout)
-            if lanes and start + LANES <= filtered.shape[1]:  # a constant count: no scalar remainder
-                source = filtered[group, start:start + LANES]
-                for j in range(LANES):
-                    row[j] = source[j]
-            else:
-                source = filtered[group, start:start + n]
-                for j in range(n):
-                    row[j] = source[j]
+            source = filtered[group, start:start + n]
+            for j in range(n):
+                row[j] = source[j]
         elif group >= 0 and stride > 0 and layout[1] == 1:
             # slices, not index arithmetic: no negative-index checks in the loop
             start = site_base[s0] + offset
@@ -173,23 +165,13 @@ def _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integr
 
 @numba.njit(cache=True, nogil=True)
 def _block_scatter(grads, s0, n, stride, f0, f1, site_base, integral_base, layout, field_group, field_offset,
-                   tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners, lanes=False):
-    """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``.
-
-    ``lanes``: ``grads`` holds ``LANES`` columns, zero past ``n``, and
-    consecutive plane values take all of them (adding zeros past the block).
-    """
+                   tap_start, tap_offset, tap_weight, out_x, out_filtered, out_corners):
+    """Adjoint of :func:`_block_means`: adds ``grads`` to the planes, corners or taps, then zeroes ``grads``."""
     for f in range(f0, f1):
         group, offset = field_group[f], field_offset[f]
         row = grads[f - f0]
         if group >= 0 and stride == layout[1]:
             start = _plane_index(site_base[s0] + offset, layout)
-            if lanes and start + LANES <= out_filtered.shape[1]:
-                target = out_filtered[group, start:start + LANES]
-                for j in range(LANES):
-                    target[j] += row[j]
-                    row[j] = 0.0
-                continue
             target = out_filtered[group, start:start + n]
             for j in range(n):
                 target[j] += row[j]
@@ -429,7 +411,7 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
         if not in_place:
             _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout,
                          field_group, field_offset, tap_start, tap_offset, tap_weight,
-                         gathered.reshape((n_fields, LANES)), count == LANES)
+                         gathered.reshape((n_fields, LANES)))
         if oriented:
             for j in range(n):
                 scale[j], along_row[j] = site_terms[0, s0 + j], site_terms[1, s0 + j]
@@ -447,7 +429,7 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
         if not in_place:
             _block_scatter(grads.reshape((n_fields, LANES)), s0, n, stride, f0, f1, site_base, integral_base, layout,
                            field_group, field_offset, tap_start, tap_offset, tap_weight, out_x, out_filtered,
-                           out_corners, count == LANES)
+                           out_corners)
         for j in range(n):
             total += squares[j]
             agree += int(right[j])

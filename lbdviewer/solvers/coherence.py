@@ -39,7 +39,7 @@ from lbdviewer.solvers.evidence import (NOISE_AGREEMENT, STRUCTURE_AGREEMENT, bl
                                         coherence_gain)
 from lbdviewer.solvers.orientation import ramp_orientation
 from lbdviewer.solvers.state import frozen_copy
-from lbdviewer.solvers.whole_image import pair_separations
+from lbdviewer.solvers.whole_image import MARGIN_POWER, pair_separations
 
 #: Blur (pixels) of the pixel gains.
 GAIN_SMOOTHING = 4.0
@@ -215,7 +215,7 @@ class JointCoherentContrast:
     """
 
     def __init__(self, operator, bits, *, iterations=3000, oriented=True):
-        weights = pair_separations(operator) ** 2
+        weights = pair_separations(operator) ** MARGIN_POWER
         weights /= np.maximum(weights.mean(axis=1, keepdims=True), 1e-12)
         self.operator, self.bits = operator, np.asarray(bits)
         orientation = ramp_orientation(operator, self.bits) if oriented else None
@@ -223,7 +223,7 @@ class JointCoherentContrast:
         # it runs until no step decreases the objective, or ``iterations``.
         #: What the solve runs (the record's ``solver_settings``).
         self.settings = {"solver": "JointCoherentContrast", "iterations": int(iterations), "margin": LOW_TV_MARGIN,
-                         "margin_power": 2, "smoothness": LOW_TV_SMOOTHNESS, "oriented": bool(oriented),
+                         "margin_power": MARGIN_POWER, "smoothness": LOW_TV_SMOOTHNESS, "oriented": bool(oriented),
                          "gain_smoothing": GAIN_SMOOTHING, "base_blur": BASE_BLUR}
         self.solver = SignConsistency(operator, bits, margin=LOW_TV_MARGIN * weights, smoothness=LOW_TV_SMOOTHNESS,
                                       iterations=iterations, orientation=orientation, gradient_tolerance=0.0,

@@ -473,18 +473,17 @@ class JointLikelihood(_Solver):
         self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
         self.iterations = check_iterations(iterations)
         self.noise, self.smoothness = noise, smoothness
+        self._keep = coarser_grid(sites, spacing=COARSE_SPACING)  # the first stage's sites
         #: What the solve runs (the record's ``solver_settings``).
         self.settings = {"solver": "JointLikelihood", "iterations": self.iterations, "noise": float(noise),
                          "smoothness": float(smoothness), "decisive": DECISIVE, "decisive_share": DECISIVE_SHARE,
-                         "first_stage_spacing": None if coarser_grid(sites, spacing=COARSE_SPACING) is None
-                         else COARSE_SPACING}
+                         "first_stage_spacing": None if self._keep is None else COARSE_SPACING}
 
     def steps(self):
         """Yield stage 1's states, then stage 2's, numbered on; only the last is ``finished``."""
-        operator, bits, sites, iterations = self.operator, self.bits, self.sites, self.iterations
+        operator, bits, iterations, keep = self.operator, self.bits, self.iterations, self._keep
         decisive = max(1, int(round(DECISIVE_SHARE * iterations))) if iterations > 1 else 0
         options = {"noise": self.noise, "smoothness": self.smoothness}
-        keep = coarser_grid(sites, spacing=COARSE_SPACING)
         first = operator if keep is None else site_subset(operator, keep)
         state = None
         for state in BitLikelihood(first, bits if keep is None else bits[keep], iterations=iterations - decisive,
