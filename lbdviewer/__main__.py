@@ -2,6 +2,6 @@
 
 import sys
 
-from lbdviewer.cli import main
+from lbdviewer.cli.main import main
 
 sys.exit(main())

@@ -55,7 +55,7 @@ def dot_test(op, *, rng=0, batch=(), rtol=1e-10, atol=0.0):
 
 
 class MatrixOperator:
-    """A dense matrix as a :class:`lbdviewer.linear.LinearOperator`, for tests.
+    """A dense matrix as a :class:`lbdviewer.operators.linear.LinearOperator`, for tests.
 
     Parameters
     ----------
@@ -109,12 +109,12 @@ def joint_sign_problem(family, *, seed=0, size=40, patch_size=16, offset=8, m=12
     The image is a random walk along rows, ``clip(cumsum(N(0, 1)) / 20 + 0.5, 0, 1)``;
     patches of side ``patch_size`` sit on a grid of spacing ``offset``; the
     bits are :math:`\\operatorname{sign}(L x)` with the pattern's tie rule
-    (:func:`lbdviewer.operators.sign_with_ties`, ``atol=1e-6``).
+    (:func:`lbdviewer.bits.sign_with_ties`, ``atol=1e-6``).
 
     Parameters
     ----------
     family : str
-        Descriptor family of :func:`lbdviewer.patterns.make_pattern`.
+        Descriptor family of :func:`lbdviewer.patterns.families.make_pattern`.
     seed : int
         Seed of the image.
     size, patch_size, offset, m : int
@@ -123,7 +123,7 @@ def joint_sign_problem(family, *, seed=0, size=40, patch_size=16, offset=8, m=12
     Returns
     -------
     image : ndarray, shape (size, size)
-    op : lbdviewer.joint.JointOperator
+    op : lbdviewer.operators.joint.operator.JointOperator
     bits : ndarray of int8, shape ``op.range_shape``
 
     Examples
@@ -132,10 +132,10 @@ def joint_sign_problem(family, *, seed=0, size=40, patch_size=16, offset=8, m=12
     >>> bits.shape == op.range_shape and set(np.unique(bits)) <= {-1, 1}
     True
     """
-    from lbdviewer.joint import JointOperator
-    from lbdviewer.operators import sign_with_ties
-    from lbdviewer.patterns import make_pattern
-    from lbdviewer.sites import grid_sites
+    from lbdviewer.operators.joint.operator import JointOperator
+    from lbdviewer.bits import sign_with_ties
+    from lbdviewer.patterns.families import make_pattern
+    from lbdviewer.reconstruction.sites import grid_sites
 
     rng = np.random.default_rng(seed)
     image = np.clip(np.cumsum(rng.normal(size=(size, size)), axis=1) / 20 + 0.5, 0, 1)

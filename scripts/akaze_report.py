@@ -16,11 +16,12 @@ import time
 
 from skimage import color, data
 
-from lbdviewer.commands.extract import extract_features
-from lbdviewer.inversion import invert_features
-from lbdviewer.io import dumps_strict
-from lbdviewer.library_models import agreement, get_model
-from lbdviewer.metrics import image_metrics
+from lbdviewer.features.extract import extract_features
+from lbdviewer.features.invert import invert_features
+from lbdviewer.io.strict_json import dumps_strict
+from lbdviewer.libraries.base import agreement
+from lbdviewer.libraries.registry import get_model
+from lbdviewer.evaluation.metrics import image_metrics
 
 
 def main(n_keypoints=500):

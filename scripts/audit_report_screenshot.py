@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from lbdviewer.audit import collect_inputs, iter_audit, plan_tasks, write_report
-from lbdviewer.io import sample_image, save_png
+from lbdviewer.io.images import save_png
+from lbdviewer.io.samples import sample_image
 
 CROPS = {"camera": (60, 180, 192), "astronaut": (40, 150, 192), "book-titles": (0, 0, 256),
          "shapes": (0, 0, 256)}

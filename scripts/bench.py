@@ -25,10 +25,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from skimage import data  # noqa: E402
 
-from lbdviewer.metrics import correlation  # noqa: E402
-from lbdviewer.operators import DescriptorOperator  # noqa: E402
-from lbdviewer.patterns import make_pattern  # noqa: E402
-from lbdviewer.solvers import BIHT, PrimalDualL1  # noqa: E402
+from lbdviewer.evaluation.metrics import correlation  # noqa: E402
+from lbdviewer.operators.descriptor import DescriptorOperator  # noqa: E402
+from lbdviewer.patterns.families import make_pattern
+from lbdviewer.solvers.patch.primal_dual import PrimalDualL1
+from lbdviewer.solvers.patch.biht import BIHT
 
 PATCH = 32
 

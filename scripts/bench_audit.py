@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 
 from lbdviewer.audit import collect_inputs, iter_audit, plan_tasks, run_task
-from lbdviewer.io import sample_image, save_png
+from lbdviewer.io.images import save_png
+from lbdviewer.io.samples import sample_image
 
 ORIGINS = ((0, 0), (256, 256), (128, 0), (0, 256))
 

@@ -39,13 +39,14 @@ def _rss_mb():
 
 def run_row(spec):
     """Run one row in this process and return its measurements (a dict)."""
-    from lbdviewer.io import sample_image
-    from lbdviewer.metrics import correlation, rank_correlation
-    from lbdviewer.operators import DescriptorOperator, unpack_bits
-    from lbdviewer.patterns import make_pattern
-    from lbdviewer.reconstruct import average_patches, describe_sites, reconstruct_image
-    from lbdviewer.sites import grid_sites
-    from lbdviewer.solvers import BIHT
+    from lbdviewer.io.samples import sample_image
+    from lbdviewer.evaluation.metrics import correlation, rank_correlation
+    from lbdviewer.operators.descriptor import DescriptorOperator
+    from lbdviewer.bits import unpack_bits
+    from lbdviewer.patterns.families import make_pattern
+    from lbdviewer.reconstruction.image import average_patches, describe_sites, reconstruct_image
+    from lbdviewer.reconstruction.sites import grid_sites
+    from lbdviewer.solvers.patch.biht import BIHT
 
     image = sample_image(spec["image"])
     if spec["crop"]:
@@ -123,7 +124,7 @@ def main(argv=None):
               f"{reference['rank_correlation']:>6.3f}  "
               f"= {reference['ratio_to_default']}x the default patchwise time", flush=True)
     if args.json:
-        from lbdviewer.io import save_json
+        from lbdviewer.io.strict_json import save_json
 
         save_json(args.json, {"rows": rows})
     return 0

@@ -4,7 +4,7 @@ The reference is the joint grid solve of the same image (BRIEF, 32x32
 patches, offset 8, defaults: :func:`lbdviewer.reconstruct_image`). Each
 feature file is written first by the real library (``lbdviewer extract``:
 ORB's detector, ``--keypoints`` of them), then inverted with
-:func:`lbdviewer.inversion.invert_features` (joint, defaults). The machine's
+:func:`lbdviewer.features.invert.invert_features` (joint, defaults). The machine's
 speed drifts (by 30 % and far more when it is shared), so everything runs in
 one process, after a warm-up round, as ``grid, row 1, grid, row 2, ..., grid``,
 ``--rounds`` times: each inversion is divided by the mean of the grid solves
@@ -32,17 +32,17 @@ from pathlib import Path
 def grid_solve(image):
     import lbdviewer as lbd
 
-    pattern = lbd.make_pattern("brief")
-    sites = lbd.grid_sites(image.shape, patch_size=32, offset=8)
-    descriptors = lbd.describe_sites(image, sites, pattern)
+    pattern = lbd.patterns.make_pattern("brief")
+    sites = lbd.reconstruction.grid_sites(image.shape, patch_size=32, offset=8)
+    descriptors = lbd.reconstruction.describe_sites(image, sites, pattern)
     started = time.perf_counter()
-    lbd.reconstruct_image(descriptors, sites, pattern, shape=image.shape)
+    lbd.reconstruction.reconstruct_image(descriptors, sites, pattern, shape=image.shape)
     return time.perf_counter() - started
 
 
 def invert(path):
-    from lbdviewer.features import load_features
-    from lbdviewer.inversion import invert_features
+    from lbdviewer.features.files import load_features
+    from lbdviewer.features.invert import invert_features
 
     started = time.perf_counter()
     result = invert_features(load_features(path, max_keypoints=10**6))  # 5000 asked: above the default limit
@@ -51,7 +51,7 @@ def invert(path):
 
 def run_row(row, image_name, folder):
     """One row, alone in this process; prints this program's peak resident memory in kB."""
-    from lbdviewer.io import sample_image
+    from lbdviewer.io.samples import sample_image
 
     if row == "grid":
         grid_solve(sample_image(image_name))
@@ -88,10 +88,12 @@ def main(argv=None):
         run_row(args.row, args.image, args.folder)
         return 0
 
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.features import save_features
-    from lbdviewer.io import library_versions, sample_image, save_json
-    from lbdviewer.metrics import image_metrics
+    from lbdviewer.features.extract import extract_features
+    from lbdviewer.features.files import save_features
+    from lbdviewer._runtime.versions import library_versions
+    from lbdviewer.io.samples import sample_image
+    from lbdviewer.io.strict_json import save_json
+    from lbdviewer.evaluation.metrics import image_metrics
 
     image = sample_image(args.image)
     with tempfile.TemporaryDirectory() as folder:

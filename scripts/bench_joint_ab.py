@@ -6,14 +6,15 @@ loads ``lbdviewer`` as of ``REV`` (``git archive``, imports renamed to
 ``lbdviewer_rev``, under ``lbdviewer``'s cache directory, one per commit, so
 numba's compiled kernels are kept) beside the working tree's, builds
 the same problem for both (the 512x512 ``camera`` sample, 32x32 patches,
-offset 8, M = 512 bits, :class:`lbdviewer.solvers.whole_image.JointSignConsistency`
+offset 8, M = 512 bits, :class:`lbdviewer.solvers.image.joint.JointSignConsistency`
 with its default 200 iterations), runs each once to compile and warm up, then
 alternates ``--chunk`` iterations of one and of the other until both finish,
 ``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
-``working tree / REV`` is the figure to quote. ``--method likelihood`` runs
-the working tree's :class:`lbdviewer.solvers.whole_image.JointLikelihood`
+``working tree / REV`` is the figure to quote, with whether both
+solves ended on bit-for-bit the same image (sign consistency only). ``--method likelihood`` runs
+the working tree's :class:`lbdviewer.solvers.image.joint.JointLikelihood`
 (its default 160 iterations) or ``--method coherent``
-:class:`lbdviewer.solvers.coherence.JointCoherentContrast` (up to 3000) instead,
+:class:`lbdviewer.solvers.image.coherence.JointCoherentContrast` (up to 3000) instead,
 against ``REV``'s sign consistency.
 
 Usage: ``python scripts/bench_joint_ab.py REV [--descriptor brief|freak] [--image NAME] [--method consistency|likelihood|coherent]
@@ -32,13 +33,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 RENAMED = "lbdviewer_rev"
 
 
 def export_revision(rev):
     """The directory holding ``lbdviewer/`` as of ``rev`` as the package ``lbdviewer_rev`` (written once a commit)."""
-    from lbdviewer.calibration import cache_dir
+    from lbdviewer.libraries.calibration.cache import cache_dir
 
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"], check=True,
                             capture_output=True, text=True).stdout.strip()
@@ -56,26 +59,40 @@ def export_revision(rev):
     return directory
 
 
+def _modules(package):
+    """The modules a joint solve needs, in the package layout of ``package`` (before or after the structure move)."""
+    def load(name):
+        return importlib.import_module(f"{package}.{name}")
+
+    if importlib.util.find_spec(f"{package}.reconstruction") is not None:
+        return {"patterns": load("patterns"), "reconstruct": load("reconstruction.image"),
+                "sites": load("reconstruction.sites"), "bits": load("bits"), "joint": load("operators.joint.operator"),
+                "whole_image": load("solvers.image.joint"), "coherence": "solvers.image.coherence"}
+    return {"patterns": load("patterns"), "reconstruct": load("reconstruct"), "sites": load("sites"),
+            "bits": load("operators"), "joint": load("joint"),
+            "whole_image": load("solvers.whole_image") if importlib.util.find_spec(f"{package}.solvers.whole_image")
+            else None, "coherence": "solvers.coherence"}
+
+
 def make_solve(package, image, descriptor, method="consistency"):
     """A function returning a fresh joint sign-consistency generator of ``package`` on ``image``.
 
     Revisions before the solvers' ``whole_image`` module ran it as ``reconstruct.joint_consistency_steps``.
     """
-    patterns = importlib.import_module(f"{package}.patterns")
-    reconstruct = importlib.import_module(f"{package}.reconstruct")
-    sites = importlib.import_module(f"{package}.sites").grid_sites(image.shape, patch_size=32, offset=8)
-    pattern = patterns.make_pattern(descriptor, patch_size=32, m=512)
-    operators, joint = importlib.import_module(f"{package}.operators"), importlib.import_module(f"{package}.joint")
-    bits = operators.unpack_bits(reconstruct.describe_sites(image, sites, pattern), pattern.m)
-    operator = joint.JointOperator(image.shape, sites, pattern)
-    if importlib.util.find_spec(f"{package}.solvers.whole_image") is None:
+    modules = _modules(package)
+    reconstruct = modules["reconstruct"]
+    sites = modules["sites"].grid_sites(image.shape, patch_size=32, offset=8)
+    pattern = modules["patterns"].make_pattern(descriptor, patch_size=32, m=512)
+    bits = modules["bits"].unpack_bits(reconstruct.describe_sites(image, sites, pattern), pattern.m)
+    operator = modules["joint"].JointOperator(image.shape, sites, pattern)
+    whole_image = modules["whole_image"]
+    if whole_image is None:
         return lambda: reconstruct.joint_consistency_steps(operator, bits)
-    whole_image = importlib.import_module(f"{package}.solvers.whole_image")
     if method == "likelihood":
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "likelihood")]
         return lambda: whole_image.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
     if method == "coherent":
-        coherence = importlib.import_module(f"{package}.solvers.coherence")
+        coherence = importlib.import_module(f"{package}.{modules['coherence']}")
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "coherent")]
         return lambda: coherence.JointCoherentContrast(operator, bits, iterations=iterations).steps()
     return lambda: whole_image.JointSignConsistency(operator, bits).steps()
@@ -108,20 +125,23 @@ def main(argv=None):
     parser.add_argument("--chunk", type=int, default=10, help="iterations run in a row (default 10)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from lbdviewer.io import sample_image
+    from lbdviewer.io.samples import sample_image
 
     image = sample_image(args.image)
     sys.path.insert(0, str(export_revision(args.rev)))
     solves = {args.rev: make_solve(RENAMED, image, args.descriptor),
               "working tree": make_solve("lbdviewer", image, args.descriptor, args.method)}
-    for solve in solves.values():  # compile (a commit's first run) and warm up
-        for _ in solve():
-            pass
+    finals = {}
+    for name, solve in solves.items():  # compile (a commit's first run) and warm up
+        for state in solve():
+            finals[name] = state.x
+    identical = args.method == "consistency" and np.array_equal(*finals.values())
     seconds = interleave(solves, args.rounds, args.chunk)
     for name, value in seconds.items():
         method = args.method if name == "working tree" else "consistency"
         print(f"{name:>14}: {value:.3f} s a solve ({args.descriptor}, {args.image}, offset 8, {method})")
-    print(f"working tree / {args.rev}: {seconds['working tree'] / seconds[args.rev]:.3f}")
+    print(f"working tree / {args.rev}: {seconds['working tree'] / seconds[args.rev]:.3f}  "
+          f"bit-for-bit identical: {identical}")
     return 0
 
 

@@ -37,7 +37,7 @@ from bench_joint_ab import RENAMED, export_revision  # noqa: E402
 
 def camera_patches(count, *, rng=0, size=32):
     """``count`` random ``size x size`` patches of the camera sample, float in [0, 1]."""
-    from lbdviewer.io import sample_image
+    from lbdviewer.io.samples import sample_image
 
     image = sample_image("camera")
     rows, cols = np.random.default_rng(rng).integers(0, image.shape[0] - size, (2, count))

@@ -12,11 +12,10 @@ import os
 import tempfile
 import time
 
-import numpy as np
 from skimage import color, data
 
-from lbdviewer.io import dumps_strict
-from lbdviewer.library_models import get_model
+from lbdviewer.io.strict_json import dumps_strict
+from lbdviewer.libraries.registry import get_model
 
 IMAGES = ("coffee", "chelsea", "rocket")
 

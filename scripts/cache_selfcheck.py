@@ -33,8 +33,8 @@ def verify(cache):
 
 
 def main():
-    from lbdviewer.calibration import CHECKSUM_KEY, arrays_checksum
-    from lbdviewer.features import save_npz
+    from lbdviewer.libraries.calibration.cache import CHECKSUM_KEY, arrays_checksum
+    from lbdviewer.features.npz import save_npz
 
     with tempfile.TemporaryDirectory() as cache:
         cache = Path(cache)

@@ -2,7 +2,7 @@
 
 The app stops a job between two items of its generator (``gui/workers.py``:
 the gate is checked before each ``next``), so the longest gap between two
-reports of :func:`lbdviewer.inversion.iter_invert_features` is the longest
+reports of :func:`lbdviewer.features.invert.iter_invert_features` is the longest
 the worker can run on after Esc. For each descriptor and keypoint count the
 feature file is written by the real library (astronaut, resized to
 ``--side``), inverted once briefly (calibration and compiled kernels
@@ -25,7 +25,7 @@ import numpy as np
 
 def report_gaps(features, iterations):
     """Seconds before each report and whether the solve had started: ``(gaps, solving)``."""
-    from lbdviewer.inversion import iter_invert_features
+    from lbdviewer.features.invert import iter_invert_features
 
     gaps, solving = [], []
     last = time.perf_counter()
@@ -48,8 +48,8 @@ def main():
     import cv2
     from skimage import data
 
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.inversion import invert_features
+    from lbdviewer.features.extract import extract_features
+    from lbdviewer.features.invert import invert_features
 
     image = cv2.resize(data.astronaut()[..., 1], (args.side, args.side), interpolation=cv2.INTER_CUBIC) / 255.0
     print(f"{'descriptor':14s} {'kp':>6s} {'set-up s':>9s} {'set-up max gap':>15s} "

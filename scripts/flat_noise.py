@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
-from lbdviewer.patterns import make_pattern
-from lbdviewer.reconstruct import describe_sites, reconstruct_image
-from lbdviewer.sites import grid_sites
+from lbdviewer.patterns.families import make_pattern
+from lbdviewer.reconstruction.image import describe_sites, reconstruct_image
+from lbdviewer.reconstruction.sites import grid_sites
 
 NOISE = 0.3 / 255
 

@@ -126,7 +126,7 @@ def make_limit_files(folder):
     """Files that declare exactly the default limits: allowed, so the work must stay bounded."""
     import cv2
 
-    from lbdviewer.limits import DEFAULT_MAX_KEYPOINTS, DEFAULT_MAX_PIXELS
+    from lbdviewer.io.limits import DEFAULT_MAX_KEYPOINTS, DEFAULT_MAX_PIXELS
 
     folder = Path(folder)
     side = int(DEFAULT_MAX_PIXELS ** 0.5)

@@ -10,7 +10,7 @@ writes ``IMAGE-DESCRIPTOR-K-MODE.png`` (the estimate, shown by the display rule:
 gain/offset fitted to the original over the covered pixels), a side-by-side ``IMAGE-DESCRIPTOR-K.png`` (original |
 patches | joint) and one JSON line per run on stdout and in ``report.jsonl``:
 correlation with the original over the covered pixels (gain/offset
-invariant, :func:`lbdviewer.metrics.correlation`), covered fraction and
+invariant, :func:`lbdviewer.evaluation.metrics.correlation`), covered fraction and
 seconds (extraction and inversion).
 """
 
@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lbdviewer.commands.extract import extract_features
-from lbdviewer.display import display_stretch
-from lbdviewer.inversion import MODES, invert_features
-from lbdviewer.io import dumps_strict, load_image, save_png
-from lbdviewer.metrics import correlation
+from lbdviewer.features.extract import extract_features
+from lbdviewer.evaluation.display import display_stretch
+from lbdviewer.features.invert import MODES, invert_features
+from lbdviewer.io.images import load_image, save_png
+from lbdviewer.io.strict_json import dumps_strict
+from lbdviewer.evaluation.metrics import correlation
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 CASES = ("orb:500", "orb:5000", "opencv-freak:500", "opencv-brief:500", "skimage-brief:500")

@@ -38,7 +38,7 @@ KINDS = ("real", "bits")
 
 def load(name):
     """A grey [0, 1] image: shipped sample or :mod:`skimage.data` photo."""
-    from lbdviewer.io import sample_image, sample_images
+    from lbdviewer.io.samples import sample_image, sample_images
 
     if name in sample_images():
         return sample_image(name)
@@ -52,13 +52,13 @@ def load(name):
 
 def fast_patches(image, count, rng):
     """Up to ``count`` 32x32 patches at FAST keypoints, chosen at random."""
-    from lbdviewer.metrics import extract_patches
-    from lbdviewer.sites import fast_sites
+    from lbdviewer.reconstruction.sites import site_patches
+    from lbdviewer.reconstruction.sites import fast_sites
 
     sites, _ = fast_sites(image, patch_size=32)
     if len(sites) > count:
         sites = sites[np.sort(rng.choice(len(sites), size=count, replace=False))]
-    return extract_patches(image, sites, 32)
+    return site_patches(image, sites, 32)
 
 
 def print_header(columns):
@@ -69,8 +69,8 @@ def print_header(columns):
 
 def patch_problems(images, families, count):
     """``(name, image, truth, family, pattern, operator)``: up to ``count`` FAST patches of every image, every family."""
-    from lbdviewer.operators import DescriptorOperator
-    from lbdviewer.patterns import make_pattern
+    from lbdviewer.operators.descriptor import DescriptorOperator
+    from lbdviewer.patterns.families import make_pattern
 
     for name in images:
         image = load(name)
@@ -93,9 +93,9 @@ def patch_scores(truth, solved):
 
 def joint_score(image, pattern, kind, lam, crop, site_kind):
     """Correlation of the joint primal-dual solve of the central ``crop`` x ``crop``."""
-    from lbdviewer.metrics import correlation
-    from lbdviewer.reconstruct import describe_sites, reconstruct_image
-    from lbdviewer.sites import fast_sites, grid_sites
+    from lbdviewer.evaluation.metrics import correlation
+    from lbdviewer.reconstruction.image import describe_sites, reconstruct_image
+    from lbdviewer.reconstruction.sites import fast_sites, grid_sites
 
     crop = min(crop, *image.shape)
     top, left = (image.shape[0] - crop) // 2, (image.shape[1] - crop) // 2
@@ -111,7 +111,7 @@ def joint_score(image, pattern, kind, lam, crop, site_kind):
 
 
 def main():
-    from lbdviewer.solvers import PrimalDualL1
+    from lbdviewer.solvers.patch.primal_dual import PrimalDualL1
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", nargs="+", default=list(IMAGES))

@@ -1,15 +1,15 @@
 """Which descriptor leaks most? Every library descriptor's feature file of one image, inverted and scored.
 
-For each descriptor lbdviewer models (``lbdviewer.features.DESCRIPTORS``),
+For each descriptor lbdviewer models (``lbdviewer.libraries.registry.DESCRIPTORS``),
 the real library describes ``--image`` at its default settings (ORB's
 detector, ``--keypoints`` 500), the feature file is written and read back, and
 the image is rebuilt from it alone (joint, defaults):
-:func:`lbdviewer.leakage.compare_descriptors`. Legibility is the number of
+:func:`lbdviewer.evaluation.leakage.compare_descriptors`. Legibility is the number of
 title lines tesseract reads back from the reconstruction of the
 ``book-titles`` sample's own feature file. Prints a Markdown table, most
 correlated first, and writes ``OUTDIR/leakage.json`` (every row),
 ``OUTDIR/leakage.csv`` and one PNG per descriptor (the reconstruction, by the
-display rule of :func:`lbdviewer.display.display_stretch`).
+display rule of :func:`lbdviewer.evaluation.display.display_stretch`).
 
 ``--record PATH`` prints the table of a ``leakage`` figure already made
 (``lbdviewer figures OUTDIR --only leakage``, or the README gallery's
@@ -26,12 +26,16 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from lbdviewer.display import display_stretch
-from lbdviewer.features import DESCRIPTORS
+from lbdviewer.evaluation.display import display_stretch
+from lbdviewer.libraries.registry import DESCRIPTORS
 from lbdviewer.figures.leakage import leakage_csv, table_rows
-from lbdviewer.io import atomic_write, library_versions, sample_image, save_json, save_png
-from lbdviewer.leakage import BOOK_TITLES, compare_descriptors, table
-from lbdviewer.records import read_sidecar
+from lbdviewer.io.images import save_png
+from lbdviewer._runtime.versions import library_versions
+from lbdviewer.io.samples import sample_image
+from lbdviewer.io.strict_json import save_json
+from lbdviewer.io.files import atomic_write
+from lbdviewer.evaluation.leakage import BOOK_TITLES, compare_descriptors, table
+from lbdviewer.evaluation.records import read_sidecar
 
 
 def print_record(path):

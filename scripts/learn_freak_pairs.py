@@ -2,7 +2,7 @@
 
 Training data: 32x32 patches at FAST keypoints of the gray images that ship with
 scikit-image (camera, astronaut, coffee, chelsea, brick, grass, gravel, moon,
-page, text). The result, ``lbdviewer/data/freak_pair_order.npy``, is the pair
+page, text). The result, ``lbdviewer/patterns/data/freak_pair_order.npy``, is the pair
 list of the ``"freak"`` pattern (its first ``m`` rows).
 
 Run: python scripts/learn_freak_pairs.py [--check]
@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 from skimage import color, data
 
-from lbdviewer.operators import field_kernels
+from lbdviewer.operators.descriptor import field_kernels
 from lbdviewer.patterns.freak import ex_freak_pattern, learn_pair_order
 
 IMAGES = ("camera", "astronaut", "coffee", "chelsea", "brick", "grass", "gravel", "moon", "page", "text")

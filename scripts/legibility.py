@@ -26,25 +26,24 @@ default the library's; ``--quick`` uses 20 iterations: a smoke test, not a measu
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib.util
-import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import cv2
 
-from lbdviewer.io import sample_image, save_json, save_png, to_uint8
-from lbdviewer.metrics import correlation, rank_correlation
-from lbdviewer.patterns import make_pattern
-from lbdviewer.reconstruct import describe_sites, reconstruct_image
-from lbdviewer.sites import grid_sites
+from lbdviewer.io.images import save_png, to_uint8
+from lbdviewer.io.samples import sample_image
+from lbdviewer.io.strict_json import save_json
+from lbdviewer.evaluation.metrics import correlation, rank_correlation
+from lbdviewer.evaluation.ocr import MATCH_RATIO, lines_read, ocr_text
+from lbdviewer.patterns.families import make_pattern
+from lbdviewer.reconstruction.image import describe_sites, reconstruct_image
+from lbdviewer.reconstruction.sites import grid_sites
 
 SCRIPTS = Path(__file__).resolve().parent
-MATCH_RATIO = 0.8
 OFFSET = 8
 UPSCALE = 2
 BLUR_SIGMA = 2.0
@@ -62,10 +61,6 @@ def expected_lines(sample):
     raise ValueError(f"sample must be 'book-titles' or 'document', got {sample!r}")
 
 
-def normalise(text):
-    """Upper case, letters and single spaces only."""
-    return " ".join(re.sub(r"[^A-Z ]+", " ", text.upper()).split())
-
 
 def clean_up(image):
     """2x bicubic enlargement, Gaussian blur, Otsu threshold, dark text on white (see the module notes)."""
@@ -76,23 +71,6 @@ def clean_up(image):
     if binary.mean() < 127:
         binary = 255 - binary
     return binary / 255.0
-
-
-def ocr(path, psm):
-    """Text tesseract reads in the image file ``path`` (English, page segmentation ``psm``)."""
-    result = subprocess.run(["tesseract", str(path), "stdout", "--psm", str(psm), "-l", "eng"],
-                            capture_output=True, text=True, check=True)
-    return result.stdout
-
-
-def lines_read(text, titles):
-    """Expected lines matched by some OCR line at ratio >= MATCH_RATIO, and the best ratio of each."""
-    lines = [normalise(line) for line in text.splitlines() if normalise(line)]
-    best = []
-    for title in titles:
-        ratios = [difflib.SequenceMatcher(None, normalise(title), line).ratio() for line in lines]
-        best.append(max(ratios, default=0.0))
-    return sum(r >= MATCH_RATIO for r in best), best
 
 
 def main(argv=None):
@@ -134,7 +112,7 @@ def main(argv=None):
                        "rank_correlation": round(rank_correlation(image, estimate), 4)}
             for cleaning, pixels in (("none", estimate), ("blur-otsu", clean_up(estimate))):
                 path = save_png(outdir / f"{stem}-{cleaning}.png", pixels)
-                text = ocr(path, args.psm)
+                text = ocr_text(pixels, psm=args.psm)
                 read, ratios = lines_read(text, lines)
                 flat = " | ".join(line.strip() for line in text.splitlines() if line.strip())
                 print(f"{sample:11} {family:10} {mode:8} {cleaning:9} {read:>2}/{len(lines)} "

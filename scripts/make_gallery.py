@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from lbdviewer.figures import FIGURES, write_figure
-from lbdviewer.io import atomic_write
-from lbdviewer.records import read_sidecar
+from lbdviewer.io.files import atomic_write
+from lbdviewer.evaluation.records import read_sidecar
 
 ROOT = Path(__file__).resolve().parent.parent
 GALLERY = ROOT / "resources" / "docs" / "gallery"

@@ -18,7 +18,7 @@ script prints, after ``--short`` and ``--long`` iterations:
   same excess and the correlation of the whole-crop solve.
 
 Images: the held-out :mod:`skimage.data` photos coffee, chelsea, rocket and
-the shipped camera. Lambda is :data:`lbdviewer.solvers.DEFAULT_LAM` unless ``--lam`` says.
+the shipped camera. Lambda is :data:`lbdviewer.solvers.patch.primal_dual.DEFAULT_LAM` unless ``--lam`` says.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ IMAGES = ("coffee", "chelsea", "rocket", "camera")
 
 def runs(operator, data, ratios, lengths, reference, **options):
     """Final objectives and images: ``{(ratio, iterations): state}`` and the lowest objective per row."""
-    from lbdviewer.solvers import PrimalDualL1
+    from lbdviewer.solvers.patch.primal_dual import PrimalDualL1
 
     states = {(ratio, its): PrimalDualL1(operator, data, iterations=its, step_ratio=ratio, **options).run()
               for ratio in ratios for its in lengths}
@@ -54,9 +54,9 @@ def excess(state, best):
 
 def joint_problem(image, pattern, crop):
     """The central crop, its joint operator on the offset-8 grid, and its real descriptors (one flat row)."""
-    from lbdviewer.joint import JointOperator
-    from lbdviewer.sites import grid_sites
-    from lbdviewer.solvers.whole_image import FlatRange
+    from lbdviewer.operators.joint.operator import JointOperator
+    from lbdviewer.reconstruction.sites import grid_sites
+    from lbdviewer.solvers.image.joint import FlatRange
 
     crop = min(crop, *image.shape)
     top, left = (image.shape[0] - crop) // 2, (image.shape[1] - crop) // 2
@@ -66,8 +66,8 @@ def joint_problem(image, pattern, crop):
 
 
 def main():
-    from lbdviewer.metrics import correlation
-    from lbdviewer.solvers import DEFAULT_LAM
+    from lbdviewer.evaluation.metrics import correlation
+    from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", nargs="+", default=list(IMAGES))

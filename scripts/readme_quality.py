@@ -29,7 +29,7 @@ ROWS = [("astronaut", "brief"), ("astronaut", "freak"), ("camera", "brief"), ("c
 
 
 def measure(image, descriptor, mode, folder):
-    from lbdviewer.cli import main
+    from lbdviewer.cli.main import main
 
     metrics = Path(folder) / f"{image}-{descriptor}-{mode}.json"
     status = main(["reconstruct", str(HERE / "resources" / f"{image}.png"), "-o", str(metrics.with_suffix(".png")),

@@ -8,9 +8,10 @@ import sys
 
 from skimage import color, data
 
-from lbdviewer.features import DESCRIPTORS
-from lbdviewer.io import dumps_strict
-from lbdviewer.library_models import agreement, get_model
+from lbdviewer.libraries.registry import DESCRIPTORS
+from lbdviewer.io.strict_json import dumps_strict
+from lbdviewer.libraries.base import agreement
+from lbdviewer.libraries.registry import get_model
 
 
 def main(n_keypoints=300):

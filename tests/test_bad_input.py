@@ -2,7 +2,7 @@
 
 One parametrised suite per kind of input (images, feature files, parameters,
 outputs, API); the calibration cache has its own in ``test_calibration_cache.py``.
-The command line runs in-process (``lbdviewer.cli.main``); every file is
+The command line runs in-process (``lbdviewer.cli.main.main``); every file is
 tiny, and what a file *declares* (a 20000-pixel side, 67 M keypoints) is
 refused before anything of that size is allocated.
 """
@@ -17,10 +17,11 @@ import cv2
 import numpy as np
 import pytest
 
-from lbdviewer import limits
-from lbdviewer.cli import main
-from lbdviewer.features import FeatureSet, Keypoints, load_features, save_features
-from lbdviewer.io import load_image
+from lbdviewer.io import limits
+from lbdviewer.cli.main import main
+from lbdviewer.features.keypoints import FeatureSet, Keypoints
+from lbdviewer.features.files import load_features, save_features
+from lbdviewer.io.images import load_image
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -400,8 +401,8 @@ API_CASES = {
 
 
 def _operator():
-    from lbdviewer.operators import DescriptorOperator
-    from lbdviewer.patterns import make_pattern
+    from lbdviewer.operators.descriptor import DescriptorOperator
+    from lbdviewer.patterns.families import make_pattern
 
     return DescriptorOperator(make_pattern("brief", patch_size=8, m=16))
 
@@ -413,8 +414,8 @@ def _patch(bad, side=8):
 
 
 def _describe_sites(image):
-    from lbdviewer.patterns import make_pattern
-    from lbdviewer.reconstruct import describe_sites
+    from lbdviewer.patterns.families import make_pattern
+    from lbdviewer.reconstruction.image import describe_sites
 
     return describe_sites(image, [[0, 0], [8, 8]], make_pattern("brief", patch_size=8, m=16))
 

@@ -3,27 +3,15 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-CORE_MODULES = [
-    "lbdviewer",
-    "lbdviewer.patterns",
-    "lbdviewer.operators",
-    "lbdviewer.wavelets",
-    "lbdviewer.projections",
-    "lbdviewer.solvers",
-    "lbdviewer.patches",
-    "lbdviewer.sites",
-    "lbdviewer.reconstruct",
-    "lbdviewer.metrics",
-    "lbdviewer.io",
-    "lbdviewer.features",
-    "lbdviewer.inversion",
-    "lbdviewer.library_models",
-    "lbdviewer.figures",
-    "lbdviewer.display",
-    "lbdviewer.records",
-    "lbdviewer.cli",
-]
+import lbdviewer
+
+#: Every module but the app's and ``python -m lbdviewer`` (which would run the command).
+CORE_MODULES = sorted(
+    ".".join(path.relative_to(Path(lbdviewer.__file__).parent.parent).with_suffix("").parts).removesuffix(".__init__")
+    for path in Path(lbdviewer.__file__).parent.rglob("*.py")
+    if "gui" not in path.parts and path.name != "__main__.py")
 
 
 def test_core_and_cli_import_no_qt():
@@ -31,7 +19,7 @@ def test_core_and_cli_import_no_qt():
 import importlib, json, sys
 for name in {CORE_MODULES!r}:
     importlib.import_module(name)
-from lbdviewer.cli import build_parser
+from lbdviewer.cli.main import build_parser
 build_parser()
 qt = sorted(m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'PyQt5', 'PySide6', 'PySide2', 'qtpy', 'pyqtgraph', 'superqt'))
 print(json.dumps(qt))
@@ -43,7 +31,7 @@ print(json.dumps(qt))
 def test_headless_help_runs_without_qt():
     code = """
 import sys
-from lbdviewer.cli import main
+from lbdviewer.cli.main import main
 try:
     main(["reconstruct", "--help"])
 except SystemExit:

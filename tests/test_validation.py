@@ -2,13 +2,14 @@ import numpy as np
 import pytest
 
 from lbdviewer._validation import check_choice, check_fraction, check_int, check_iterations, check_positive
-from lbdviewer.joint import JointOperator
-from lbdviewer.operators import DescriptorOperator
-from lbdviewer.patterns import make_pattern
-from lbdviewer.reconstruct import describe_sites, reconstruct_image
-from lbdviewer.sites import grid_sites
-from lbdviewer.solvers import BIHT, PrimalDualL1
-from lbdviewer.solvers.consistency import SignConsistency
+from lbdviewer.operators.joint.operator import JointOperator
+from lbdviewer.operators.descriptor import DescriptorOperator
+from lbdviewer.patterns.families import make_pattern
+from lbdviewer.reconstruction.image import describe_sites, reconstruct_image
+from lbdviewer.reconstruction.sites import grid_sites
+from lbdviewer.solvers.patch.primal_dual import PrimalDualL1
+from lbdviewer.solvers.patch.biht import BIHT
+from lbdviewer.solvers.image.consistency import SignConsistency
 
 
 @pytest.mark.parametrize("value", [2.5, 0, -3, True, "7", float("nan"), None])

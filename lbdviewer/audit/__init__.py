@@ -3,7 +3,7 @@
 ``tasks`` (one input x one descriptor -> one row, a pure function), ``runner``
 (a local process pool or a Dask cluster; ``REPORT_DIR/results.csv`` is the
 checkpoint) and ``report`` (summary, plots, ``index.html``, Parquet). The
-command is ``lbdviewer audit`` (:mod:`lbdviewer.commands.audit`).
+command is ``lbdviewer audit`` (:mod:`lbdviewer.cli.commands.audit`).
 """
 
 from lbdviewer.audit.report import read_results, summarise, write_report

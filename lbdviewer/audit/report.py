@@ -9,7 +9,7 @@ message or OCR is HTML-escaped.
 A row **leaks legible text** when the original has some text (OCR reads a
 word of at least :data:`MIN_WORD` letters or digits in it) and OCR reads the same text
 back from the reconstruction with a similarity of at least
-:data:`LEGIBLE_SIMILARITY` (:func:`lbdviewer.audit.tasks.text_similarity`).
+:data:`LEGIBLE_SIMILARITY` (:func:`lbdviewer.evaluation.ocr.text_similarity`).
 The rows are listed worst leak first: legible text first, then by
 decreasing correlation.
 """
@@ -25,8 +25,9 @@ import statistics
 from pathlib import Path
 
 from lbdviewer.audit.runner import RESULTS
-from lbdviewer.audit.tasks import COLUMNS, normalise_text
-from lbdviewer.io import atomic_write
+from lbdviewer.audit.tasks import COLUMNS
+from lbdviewer.evaluation.ocr import normalise_text
+from lbdviewer.io.files import atomic_write
 
 INDEX = "index.html"
 PARQUET = "results.parquet"

@@ -42,12 +42,12 @@ from pathlib import Path
 
 from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask,
                                    is_feature_file, row_key, run_task)
-from lbdviewer.features import FEATURE_SUFFIXES
-from lbdviewer.io import atomic_write
+from lbdviewer.features.files import FEATURE_SUFFIXES
+from lbdviewer.io.files import atomic_write
 
 RESULTS = "results.csv"
 #: Imported once by the fork server, so each worker process starts with them loaded.
-PRELOAD = ["lbdviewer.audit.tasks", "lbdviewer.inversion", "lbdviewer.commands.extract", "lbdviewer.metrics"]
+PRELOAD = ["lbdviewer.audit.tasks", "lbdviewer.features.invert", "lbdviewer.cli.commands.extract", "lbdviewer.evaluation.metrics"]
 THUMBS = "thumbs"
 #: Seconds to wait for a Dask scheduler to answer.
 CONNECT_TIMEOUT = 15
@@ -67,7 +67,7 @@ def collect_inputs(paths):
     """The input files named by ``paths``: files as given, folders recursed, globs expanded.
 
     Folders contribute their images (:data:`~lbdviewer.audit.tasks.IMAGE_SUFFIXES`)
-    and feature files (:data:`lbdviewer.features.FEATURE_SUFFIXES`), sorted; a file named explicitly is an input
+    and feature files (:data:`lbdviewer.features.files.FEATURE_SUFFIXES`), sorted; a file named explicitly is an input
     whatever its suffix (a file that cannot be read becomes an error row).
     Paths are made absolute; duplicates are dropped, first occurrence kept.
 

@@ -6,21 +6,21 @@ returns the row with its two thumbnails as PNG bytes), so the same function
 runs in a local process pool or on a Dask worker (:mod:`lbdviewer.audit.runner`).
 
 For an **image** the task extracts the descriptor with the real library
-(:func:`lbdviewer.commands.extract.extract_features`), forgets the image,
-inverts the feature set alone (:func:`lbdviewer.inversion.invert_features`)
+(:func:`lbdviewer.features.extract.extract_features`), forgets the image,
+inverts the feature set alone (:func:`lbdviewer.features.invert.invert_features`)
 and compares the reconstruction with the image. For a **feature file**
 (``.npz``) it inverts the file and compares with a reference image found
 beside it (same stem, an image suffix), if there is one.
 
 Every metric is computed over the pixels some keypoint's patch covers:
 Pearson correlation (gain and offset free), Spearman rank correlation
-(:func:`lbdviewer.metrics.rank_correlation`: invariant to any increasing
+(:func:`lbdviewer.evaluation.metrics.rank_correlation`: invariant to any increasing
 brightness map, the natural measure for bits that fix only orderings),
 SSIM after the best gain/offset fit, and, when ``tesseract`` is installed,
 the text OCR reads from the reconstruction and from the original with their
 similarity (:func:`text_similarity`). OCR reads the reconstruction as an
 eavesdropper would see it, stretched without the original (0.5-99.5
-percentiles, :func:`lbdviewer.display.display_stretch`); the thumbnail shows
+percentiles, :func:`lbdviewer.evaluation.display.display_stretch`); the thumbnail shows
 it beside the original on the original's scale (gain and offset fitted).
 
 An image in which the detector finds no keypoint is an ``ok`` row with 0
@@ -33,12 +33,8 @@ solver error, the time limit) becomes the row's ``status``,
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
 import shutil
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,13 +43,14 @@ import cv2
 import numba
 import numpy as np
 
-from lbdviewer.commands.extract import extract_features
-from lbdviewer.features import FEATURE_SUFFIXES, load_features
-from lbdviewer.display import display_stretch
-from lbdviewer.inversion import iter_invert_features
-from lbdviewer.io import load_image, save_png, to_uint8
-from lbdviewer.library_models import get_model
-from lbdviewer.metrics import correlation, rank_correlation, ssim
+from lbdviewer.features.extract import extract_features
+from lbdviewer.features.files import FEATURE_SUFFIXES, load_features
+from lbdviewer.evaluation.display import display_stretch
+from lbdviewer.features.invert import iter_invert_features
+from lbdviewer.io.images import load_image, to_uint8
+from lbdviewer.libraries.registry import get_model
+from lbdviewer.evaluation.metrics import correlation, rank_correlation, ssim
+from lbdviewer.evaluation.ocr import ocr_text, text_similarity
 
 #: Suffixes read as images (anything else named explicitly is tried as an image too).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
@@ -65,8 +62,6 @@ THUMBNAIL_SIDE = 256
 COLUMNS = ("input", "descriptor", "status", "keypoints", "coverage", "correlation", "rank_correlation",
            "ssim", "ocr_reconstruction", "ocr_original", "ocr_similarity", "seconds", "worker", "mode",
            "iterations", "thumbnail_original", "thumbnail_reconstruction")
-#: Seconds tesseract may spend on one image.
-OCR_TIMEOUT = 60
 
 
 @dataclass(frozen=True)
@@ -83,7 +78,7 @@ class AuditTask:
     keypoints : int
         Keypoints to detect in an image.
     mode : {"joint", "patches"}
-        Inversion mode (see :mod:`lbdviewer.inversion`).
+        Inversion mode (see :mod:`lbdviewer.features.invert`).
     iterations : int or None
         Solver iterations (None: the mode's default).
     limit_seconds : float or None
@@ -94,7 +89,7 @@ class AuditTask:
         Solver threads for this task (None: leave numba's setting).
     max_pixels, max_keypoints : int or None
         Resource limits of image and feature-file loading (None: the worker's
-        :mod:`lbdviewer.limits` defaults).
+        :mod:`lbdviewer.io.limits` defaults).
     """
 
     input: str
@@ -222,7 +217,7 @@ def _audit(task, row, thumbnails, started):
     row["coverage"] = float(covered.mean())
     # What an eavesdropper sees (no original to calibrate against): OCR reads this.
     seen = display_stretch(result.image, mask=covered).image
-    # Beside the original, on its scale (the one display rule of lbdviewer.display).
+    # Beside the original, on its scale (the one display rule of lbdviewer.evaluation.display).
     shown = display_stretch(result.image, mask=covered, reference=original).image
     thumbnails["reconstruction"] = _thumbnail_png(shown)
     if original is not None:
@@ -230,8 +225,8 @@ def _audit(task, row, thumbnails, started):
         if covered.sum() >= 2:
             _compare(original, result.image, covered, row)
     if task.ocr and original is not None and shutil.which("tesseract"):
-        row["ocr_original"] = ocr_text(original)
-        row["ocr_reconstruction"] = ocr_text(seen)
+        row["ocr_original"] = " ".join(ocr_text(original).split())
+        row["ocr_reconstruction"] = " ".join(ocr_text(seen).split())
         row["ocr_similarity"] = text_similarity(row["ocr_original"], row["ocr_reconstruction"])
 
 
@@ -271,53 +266,3 @@ def _thumbnail_png(image):
     if not ok:
         raise ValueError("could not encode a thumbnail PNG")
     return encoded.tobytes()
-
-
-def normalise_text(text):
-    """Upper case, letters, digits and single spaces only (what OCR comparison looks at).
-
-    Examples
-    --------
-    >>> normalise_text("  Hello,\\n wörld 42! ")
-    'HELLO W RLD 42'
-    """
-    return " ".join(re.sub(r"[^A-Z0-9 ]+", " ", str(text).upper()).split())
-
-
-def text_similarity(original, reconstruction):
-    """How much of the original's text OCR reads back: ``difflib`` ratio of the normalised texts.
-
-    ``2 M / (|a| + |b|)`` with ``M`` the matched characters
-    (:class:`difflib.SequenceMatcher`); None when the original has no text.
-
-    Examples
-    --------
-    >>> text_similarity("SECRET PLAN", "secret plan"), text_similarity("", "x")
-    (1.0, None)
-    >>> round(text_similarity("ABCD", "ABXY"), 3)
-    0.5
-    """
-    a, b = normalise_text(original), normalise_text(reconstruction)
-    if not a:
-        return None
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
-
-
-def ocr_text(image, *, psm=6):
-    """Text tesseract reads in a gray image in ``[0, 1]`` (English, page segmentation ``psm``), one line.
-
-    Raises
-    ------
-    RuntimeError
-        If tesseract fails or runs past :data:`OCR_TIMEOUT` seconds.
-    """
-    with tempfile.TemporaryDirectory(prefix="lbdviewer-ocr-") as folder:
-        path = save_png(Path(folder) / "page.png", image)
-        try:
-            result = subprocess.run(["tesseract", str(path), "stdout", "--psm", str(psm), "-l", "eng"],
-                                    capture_output=True, text=True, timeout=OCR_TIMEOUT, check=False)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"tesseract took longer than {OCR_TIMEOUT} s") from None
-    if result.returncode != 0:
-        raise RuntimeError(f"tesseract failed: {result.stderr.strip()[:200]}")
-    return " ".join(result.stdout.split())

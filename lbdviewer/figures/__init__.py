@@ -19,8 +19,8 @@ The paper's set (:mod:`lbdviewer.figures.paper`)
     :data:`FIGURES`, :func:`make_figure`, :func:`write_figure`; the ``leakage``
     comparison of descriptors is in :mod:`lbdviewer.figures.leakage`.
 
-The run record written beside each figure is built by :mod:`lbdviewer.records`
-from what ran; images are shown by the one rule of :mod:`lbdviewer.display`.
+The run record written beside each figure is built by :mod:`lbdviewer.evaluation.records`
+from what ran; images are shown by the one rule of :mod:`lbdviewer.evaluation.display`.
 
 Examples
 --------
@@ -46,7 +46,7 @@ from lbdviewer.figures.kinds import (families_figure, live_figure, maps_figure, 
                                      whole_image_figure)
 from lbdviewer.figures.leakage import leakage_csv
 from lbdviewer.figures.paper import FIGURES, make_figure
-from lbdviewer.io import atomic_write
+from lbdviewer.io.files import atomic_write
 
 
 def write_figure(folder, name, *, quick=False, formats=DEFAULT_FORMATS, dpi=DEFAULT_DPI, width="double"):

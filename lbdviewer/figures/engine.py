@@ -50,8 +50,9 @@ from matplotlib.patches import Rectangle
 from lbdviewer.figures.layout import (BAR_GAP, BAR_WIDTH, CAPTION_PT, FONT, LABEL_PAD_PT, LINE_SPACING, PAD,
                                       TICK_LENGTH_PT, TICK_PAD_PT, TICK_PT, Measure, bar_label, place, shape_of,
                                       tick_label, ticks)
-from lbdviewer.io import atomic_write, to_uint8
-from lbdviewer.records import check_record, run_record, write_sidecar
+from lbdviewer.io.images import to_uint8, upscale
+from lbdviewer.io.files import atomic_write
+from lbdviewer.evaluation.records import check_record, run_record, write_sidecar
 
 #: Figure widths by name, in inches (a two-column paper's single and double column).
 WIDTHS = {"single": 3.5, "double": 7.16}
@@ -108,7 +109,7 @@ class Panel:
     image : ndarray, shape (H, W) or (H, W, 3)
         Values mapped through ``cmap`` from ``vmin`` to ``vmax`` (2-D), or RGB
         in ``[0, 1]`` (3-D). Already display-stretched where that applies
-        (:mod:`lbdviewer.display`): the engine never changes grey levels.
+        (:mod:`lbdviewer.evaluation.display`): the engine never changes grey levels.
     title : str
         Shown after the panel letter ("(a) ...").
     cmap : str
@@ -215,20 +216,6 @@ def inset_rgb(panel):
         raise ValueError(f"panel {panel.title!r}: vmax must exceed vmin, got {panel.vmin!r} and {panel.vmax!r}")
     colours = matplotlib.colormaps[panel.cmap](Normalize(panel.vmin, panel.vmax, clip=True)(image), bytes=True)
     return np.ascontiguousarray(colours[..., :3])
-
-
-def upscale(image, factor):
-    """Enlarge ``image`` by an integer factor, nearest neighbour.
-
-    Examples
-    --------
-    >>> upscale(np.array([[0, 1]]), 2).tolist()
-    [[0, 0, 1, 1], [0, 0, 1, 1]]
-    """
-    if isinstance(factor, bool) or int(factor) != factor or factor < 1:
-        raise ValueError(f"factor must be a positive integer, got {factor!r}")
-    factor = int(factor)
-    return np.repeat(np.repeat(np.asarray(image), factor, axis=0), factor, axis=1)
 
 
 def render_figure(spec, *, width="double", dpi=DEFAULT_DPI):
@@ -371,7 +358,7 @@ def save_figure(spec, stem, *, formats=DEFAULT_FORMATS, dpi=DEFAULT_DPI, width="
         Output resolution (recorded in the PNG).
     width : {"single", "double"} or float
     record : dict, optional
-        A run record (:func:`lbdviewer.records.run_record`) of what was
+        A run record (:func:`lbdviewer.evaluation.records.run_record`) of what was
         computed; default: an empty one of kind ``"figure:" + spec.kind``.
         The layout, formats and files are added under ``extra["figure"]``
         and ``spec.display`` under ``display`` when the record has none.

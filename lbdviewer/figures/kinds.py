@@ -2,7 +2,7 @@
 
 Each function takes what a view shows (the patch, the pattern, the estimate,
 the maps) plus the facts to print, applies the one display rule
-(:mod:`lbdviewer.display`) and returns a spec for
+(:mod:`lbdviewer.evaluation.display`) and returns a spec for
 :func:`lbdviewer.figures.engine.save_figure`. None of them computes a
 reconstruction; the frame vector of a selected pair is read from the
 operator of the very pattern that is drawn, so its title and picture agree.
@@ -23,10 +23,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from lbdviewer.display import difference_image, display_original, display_stretch
+from lbdviewer.evaluation.display import difference_image, display_original, display_stretch
 from lbdviewer.figures.engine import DIVERGING, Circles, FigureSpec, Panel, Segments
-from lbdviewer.io import to_uint8
-from lbdviewer.operators import DescriptorOperator
+from lbdviewer.io.images import to_uint8
+from lbdviewer.operators.descriptor import DescriptorOperator
 
 PAIR_CHOICES = ("all", "selected", "none")
 CANNY_THRESHOLDS = (100, 200)

@@ -1,11 +1,11 @@
 """The ``leakage`` figure: which descriptor's feature file gives away most of one image.
 
-For each descriptor of :data:`lbdviewer.features.DESCRIPTORS`, the library
+For each descriptor of :data:`lbdviewer.libraries.registry.DESCRIPTORS`, the library
 describes the image at its default settings, the feature file is written,
-read back and inverted (:func:`lbdviewer.leakage.compare_descriptors`). The
+read back and inverted (:func:`lbdviewer.evaluation.leakage.compare_descriptors`). The
 figure shows the original first, then one panel per descriptor, most
 correlated first: the reconstruction from its feature file alone, shown by the
-one display rule (:func:`lbdviewer.display.display_stretch`, mean and spread
+one display rule (:func:`lbdviewer.evaluation.display.display_stretch`, mean and spread
 matched to the original over the covered pixels; uncovered pixels black),
 titled with the descriptor, the keypoints kept, the correlation ``r`` over the
 covered pixels, the coverage and the title lines tesseract read from the
@@ -25,12 +25,12 @@ import io
 
 import numpy as np
 
-from lbdviewer.display import display_original, display_stretch
-from lbdviewer.features import DESCRIPTORS
+from lbdviewer.evaluation.display import display_original, display_stretch
+from lbdviewer.libraries.registry import DESCRIPTORS
 from lbdviewer.figures.engine import FigureSpec, Panel
-from lbdviewer.io import sample_image
-from lbdviewer.leakage import BOOK_TITLES, compare_descriptors
-from lbdviewer.records import image_source, run_record
+from lbdviewer.io.samples import sample_image
+from lbdviewer.evaluation.leakage import BOOK_TITLES, compare_descriptors
+from lbdviewer.evaluation.records import image_source, run_record
 
 #: The photo of the full figure, and ORB's detector's default keypoint count.
 IMAGE = "astronaut"
@@ -41,7 +41,7 @@ QUICK_KEYPOINTS = 60
 QUICK_ITERATIONS = 20
 #: Panels a row (the original and eight descriptors make three rows of three).
 PER_ROW = 3
-#: The columns of the table, in order (:meth:`lbdviewer.leakage.LeakRow.as_dict`).
+#: The columns of the table, in order (:meth:`lbdviewer.evaluation.leakage.LeakRow.as_dict`).
 COLUMNS = ("descriptor", "keypoints", "n_bits", "file_bytes", "correlation", "coverage", "bit_consistency",
            "lines_read", "lines_total", "seconds", "error")
 
@@ -95,7 +95,7 @@ def leakage_csv(entries):
 
 
 def leakage_spec(image, rows, *, source_name, n_keypoints, quick=False):
-    """Assemble the figure from the original and the rows of :func:`~lbdviewer.leakage.compare_descriptors`.
+    """Assemble the figure from the original and the rows of :func:`~lbdviewer.evaluation.leakage.compare_descriptors`.
 
     Parameters
     ----------

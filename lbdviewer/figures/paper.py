@@ -14,9 +14,9 @@ name                   what it shows (paper figure)
 ``leakage``            each library descriptor's feature file of one photo, inverted and scored
 =====================  =================================================================
 
-Every reconstruction is shown by the one display rule (:mod:`lbdviewer.display`):
+Every reconstruction is shown by the one display rule (:mod:`lbdviewer.evaluation.display`):
 the original is known, so each is mapped by the gain and offset fitted to it.
-Titles name what ran, read from the :class:`~lbdviewer.reconstruct.ImageResult`
+Titles name what ran, read from the :class:`~lbdviewer.reconstruction.image.ImageResult`
 (the solver and mode actually used), and the record beside each figure holds,
 per panel, the solver record, metrics, parameters and time of that run.
 """
@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbdviewer.display import display_original, display_stretch
+from lbdviewer.evaluation.display import display_original, display_stretch
 from lbdviewer.figures.engine import DIVERGING, FigureSpec, Panel, run_title
 from lbdviewer.figures.kinds import CANNY_THRESHOLDS, edge_overlay, maps_figure
 from lbdviewer.figures.leakage import leakage_figure
-from lbdviewer.io import sample_image
-from lbdviewer.metrics import image_metrics
-from lbdviewer.operators import DescriptorOperator
-from lbdviewer.patterns import make_pattern
-from lbdviewer.reconstruct import default_method, describe_sites, reconstruct_image
-from lbdviewer.records import image_source, run_record, solver_record
-from lbdviewer.sites import fast_sites, grid_sites
-from lbdviewer.solvers import DEFAULT_LAM
+from lbdviewer.io.samples import sample_image
+from lbdviewer.evaluation.metrics import image_metrics
+from lbdviewer.operators.descriptor import DescriptorOperator
+from lbdviewer.patterns.families import make_pattern
+from lbdviewer.reconstruction.image import default_method, describe_sites, reconstruct_image
+from lbdviewer.evaluation.records import image_source, run_record, solver_record
+from lbdviewer.reconstruction.sites import fast_sites, grid_sites
+from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM
 
 PATCH_SIZE = 32
 # (image, top, left, side) of the regions the figures use
@@ -254,7 +254,7 @@ def fast_real_figure(*, quick=False):
     :math:`\lambda = 0.1`: most patches then come out exactly constant (grey blocks).
     The joint solve (box constraint, one data term for every patch) has the same
     balance where a patch overlaps no other: its isolated patches came out flat too.
-    Both modes use :data:`lbdviewer.solvers.DEFAULT_LAM` instead (the titles say so). Each patchwise
+    Both modes use :data:`lbdviewer.solvers.patch.primal_dual.DEFAULT_LAM` instead (the titles say so). Each patchwise
     patch keeps the mean 0.5 of :math:`S`, so the patchwise panels lose the
     patches' brightness; the joint solve recovers it where patches overlap, and a
     patch that overlaps no other stays a grey square there too.

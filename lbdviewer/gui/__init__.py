@@ -3,3 +3,5 @@
 Importing the package itself loads no Qt (so :mod:`lbdviewer.gui.model` stays
 Qt-free); every Qt module here imports :mod:`lbdviewer.gui.qt` first.
 """
+
+__all__ = []

@@ -24,7 +24,7 @@ from PyQt6.QtWidgets import (
 )
 
 from lbdviewer.gui import jobs
-from lbdviewer.reconstruct import DEFAULT_ITERATIONS
+from lbdviewer.reconstruction.image import DEFAULT_ITERATIONS
 
 CHOICES = {
     "family": (("brief", "BRIEF"), ("freak", "FREAK"), ("ra-freak", "RA-FREAK"), ("ex-freak", "EX-FREAK")),

@@ -4,7 +4,7 @@ A panel is exported from the ARRAY it shows, never from the screen: the array
 is mapped to 8-bit colour with the panel's levels and colormap and enlarged by
 an integer factor with nearest neighbour (``np.repeat``), so every array
 element becomes a ``factor x factor`` block of one colour. A JSON file with
-the same stem holds the run record (:mod:`lbdviewer.records`) of what the
+the same stem holds the run record (:mod:`lbdviewer.evaluation.records`) of what the
 panel shows, with the export's own details under ``extra["export"]``.
 Figures for papers (several panels, captions, vector text) are made by the
 figure engine instead (:mod:`lbdviewer.figures`, see
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from PyQt6.QtGui import QImage
 
-from lbdviewer.io import save_png
-from lbdviewer.records import write_sidecar
+from lbdviewer.io.images import save_png, upscale
+from lbdviewer.evaluation.records import write_sidecar
 
 @dataclass
 class PanelArray:
@@ -59,14 +59,6 @@ def to_rgb(panel):
     return np.ascontiguousarray(colours[:, :3].reshape(*unit.shape, 3), dtype=np.uint8)
 
 
-def upscale(rgb, factor):
-    """Enlarge by an integer ``factor`` with nearest neighbour (no interpolation)."""
-    factor = int(factor)
-    if factor < 1:
-        raise ValueError(f"factor must be a positive integer, got {factor}")
-    return np.repeat(np.repeat(rgb, factor, axis=0), factor, axis=1)
-
-
 def default_factor(shape, *, target=512):
     """Largest integer factor that keeps the longest side at most ``target`` (>= 1)."""
     return max(1, int(target) // max(int(shape[0]), int(shape[1])))
@@ -96,7 +88,7 @@ def export_panel(path, panel, *, record, factor=None):
         Output PNG path.
     panel : PanelArray
     record : dict
-        The run record of what the panel shows (:func:`lbdviewer.records.run_record`);
+        The run record of what the panel shows (:func:`lbdviewer.evaluation.records.run_record`);
         the PNG's name, the enlargement and the panel's levels and colormap
         are added under ``extra["export"]``.
     factor : int, optional

@@ -37,7 +37,7 @@ from PyQt6.QtWidgets import (
 from lbdviewer.gui import jobs, preferences, sidecars
 from lbdviewer.gui.export import export_panel
 from lbdviewer.gui.workers import JobRunner
-from lbdviewer.operators import DescriptorOperator
+from lbdviewer.operators.descriptor import DescriptorOperator
 
 FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
 #: The maps figure sets each family beside this one (the paper's Fig. 5 compares BRIEF and FREAK).

@@ -8,20 +8,22 @@ copies, so they can cross threads safely.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from lbdviewer import io, metrics
-from lbdviewer.limits import ResourceLimitError
-from lbdviewer.operators import DescriptorOperator
-from lbdviewer.patterns import max_measurements, make_pattern
-from lbdviewer.reconstruct import DEFAULT_ITERATIONS, default_method, describe_sites, iter_reconstruct_image
-from lbdviewer.sites import fast_sites, grid_sites
-from lbdviewer.solvers import BIHT, PrimalDualL1
+from lbdviewer import io
+from lbdviewer.evaluation import metrics
+from lbdviewer.io.files import file_sha256
+from lbdviewer.io.limits import ResourceLimitError
+from lbdviewer.operators.descriptor import DescriptorOperator
+from lbdviewer.patterns.families import max_measurements, make_pattern
+from lbdviewer.reconstruction.image import DEFAULT_ITERATIONS, default_method, describe_sites, iter_reconstruct_image
+from lbdviewer.reconstruction.sites import fast_sites, grid_sites
+from lbdviewer.solvers.patch.primal_dual import PrimalDualL1
+from lbdviewer.solvers.patch.biht import BIHT
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class LoadedFile:
     """A file read on a worker thread: what it holds and where it came from.
 
     ``kind`` is ``"image"`` (``content``: float image (H, W) in [0, 1]) or
-    ``"features"`` (``content``: :class:`lbdviewer.features.FeatureSet`);
+    ``"features"`` (``content``: :class:`lbdviewer.features.keypoints.FeatureSet`);
     ``source`` is the absolute path, or ``"sample:NAME"`` for a shipped
     sample; ``sha256`` is the hex digest of the file's bytes; ``start_xy``
     is where the patch selector starts on an image (:func:`textured_position`);
@@ -93,15 +95,6 @@ def textured_position(image, patch_size):
     return int(col * patch_size), int(row * patch_size)
 
 
-def file_sha256(path, *, block=1 << 20):
-    """Hex SHA-256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(block), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def load_file(path, kind="image", *, patch_size=32):
     """Read an image (``kind="image"``) or a feature file (``"features"``); yield one :class:`LoadedFile`.
 
@@ -109,7 +102,7 @@ def load_file(path, kind="image", *, patch_size=32):
     core's loaders check the file (and its declared size) and raise
     ``ValueError`` naming the file and the reason. A size limit refused
     names the environment variable that raises it, the one way the app
-    reads (:meth:`lbdviewer.limits.ResourceLimitError.app_message`).
+    reads (:meth:`lbdviewer.io.limits.ResourceLimitError.app_message`).
     Everything that scales with the image (decoding, hashing, finding the
     first patch) happens here.
     """
@@ -119,7 +112,7 @@ def load_file(path, kind="image", *, patch_size=32):
             start = textured_position(content, patch_size) if min(content.shape) >= patch_size else (0, 0)
             preview = make_preview(content)
         elif kind == "features":
-            from lbdviewer.features import load_features
+            from lbdviewer.features.files import load_features
 
             content, start, preview = load_features(path), None, None
         else:
@@ -148,7 +141,7 @@ class LiveUpdate:
     ``iterations`` is the budget; ``stopped_early`` is True on a last
     snapshot that came before the budget was spent (the estimate reached a
     fixed point); ``seconds`` counts solver time only (not pauses);
-    ``state`` is the solver's own snapshot (:class:`~lbdviewer.solvers.SolverState`).
+    ``state`` is the solver's own snapshot (:class:`~lbdviewer.solvers.state.SolverState`).
     """
 
     iteration: int
@@ -255,7 +248,7 @@ class WholeUpdate:
     """Progress of a whole-image reconstruction.
 
     ``fraction`` of the work is done; ``image`` is the current estimate when
-    the core gives one; ``result`` (an :class:`lbdviewer.reconstruct.ImageResult`)
+    the core gives one; ``result`` (an :class:`lbdviewer.reconstruction.image.ImageResult`)
     arrives with the last update only, with ``metrics`` (against the
     original, when there is one); ``iterations_run`` counts the whole-image
     solver's iterations so far (None for patchwise runs, whose patches each
@@ -269,21 +262,15 @@ class WholeUpdate:
     iterations_run: int | None = None
 
 
-def image_metrics(original, result):
+def result_metrics(original, result):
     """Quality of a whole-image result against its original (run on the worker that made it).
 
-    PSNR (dB), SSIM and correlation after the best gain/offset fit, over the
-    covered pixels; the share of input bits the solver reproduces (None for
-    real values); the covered share of the image.
+    :func:`lbdviewer.evaluation.metrics.image_metrics` over the covered pixels,
+    and the share of input bits the solver reproduces (None for real values).
     """
     covered = None if result.covered.all() else result.covered
-    return {
-        "psnr": float(metrics.psnr(original, result.image, mask=covered)),
-        "ssim": float(metrics.ssim(original, result.image, mask=covered)),
-        "correlation": float(metrics.correlation(original, result.image, mask=covered)),
-        "bit_consistency": result.solver_bit_consistency,
-        "covered_fraction": float(result.covered.mean()),
-    }
+    return {**metrics.image_metrics(original, result.image, mask=covered),
+            "bit_consistency": result.solver_bit_consistency}
 
 
 def image_sites(image, parameters):
@@ -356,20 +343,20 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
                 iterations_run = progress.done
             yield WholeUpdate(progress.done / max(progress.total, 1), estimate, iterations_run=iterations_run)
         else:
-            yield WholeUpdate(1.0, estimate, progress.result, image_metrics(image, progress.result),
+            yield WholeUpdate(1.0, estimate, progress.result, result_metrics(image, progress.result),
                               iterations_run)
 
 
 def feature_updates(features, parameters):
     """Invert a feature file's bits with the core, yielding :class:`WholeUpdate`.
 
-    Uses :func:`lbdviewer.inversion.iter_invert_features`: it reports every
+    Uses :func:`lbdviewer.features.invert.iter_invert_features`: it reports every
     iteration and every stage of its set-up, so each update is a point where
     the job can be cancelled, but hands out an estimate only now and then.
     Every update carries the latest estimate (the same array until a new
     one comes), so whichever update the throttle lets through shows it.
     """
-    from lbdviewer.inversion import iter_invert_features
+    from lbdviewer.features.invert import iter_invert_features
 
     image = None
     for progress in iter_invert_features(features, iterations=parameters["iterations"],

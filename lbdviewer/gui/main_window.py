@@ -23,12 +23,11 @@ import os
 from PyQt6.QtCore import QByteArray, QSettings, Qt, QTimer, pyqtSignal
 from PyQt6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
-from lbdviewer.features import FEATURE_SUFFIXES
+from lbdviewer.features.files import FEATURE_SUFFIXES
 from lbdviewer.gui import jobs, preferences
 from lbdviewer.gui.controls import ParametersPanel
 from lbdviewer.gui.export_actions import Exporter
 from lbdviewer.gui.menus import WindowKeys, build_menus, fill_recent_menu
-from lbdviewer.gui.model import Parameters
 from lbdviewer.gui.panels import LivePanel, PatternPanel, SourceView, WholeImagePanel
 from lbdviewer.gui.presenter import SessionPresenter
 from lbdviewer.gui.session import Session

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lbdviewer import patterns
-from lbdviewer.reconstruct import WHOLE_IMAGE_METHODS, default_method
-from lbdviewer.solvers import DEFAULT_LAM
+from lbdviewer.patterns.families import FAMILIES, max_measurements
+from lbdviewer.reconstruction.image import WHOLE_IMAGE_METHODS, default_method
+from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM
 
-FAMILIES = patterns.FAMILIES
+
 SOLVERS = ("biht", "primal-dual")
 #: Solvers of the whole image from bits at once (``lbdviewer reconstruct --method``), the default first.
 JOINT_SOLVERS = WHOLE_IMAGE_METHODS
@@ -32,7 +32,7 @@ LAMBDA_RANGE = (1e-4, 100.0)
 SEED_RANGE = (0, 2**31 - 1)
 
 
-def max_measurements(family, patch_size):
+def max_m_offered(family, patch_size):
     """Largest ``m`` the app offers: the family's maximum, capped at 4096.
 
     Beyond 4096 measurements the live views stop being useful (and the
@@ -40,10 +40,10 @@ def max_measurements(family, patch_size):
 
     Examples
     --------
-    >>> max_measurements("freak", 32), max_measurements("brief", 32)
+    >>> max_m_offered("freak", 32), max_m_offered("brief", 32)
     (903, 4096)
     """
-    return min(MAX_M_SHOWN, patterns.max_measurements(family, patch_size))
+    return min(MAX_M_SHOWN, max_measurements(family, patch_size))
 
 
 def min_measurements(family):
@@ -73,7 +73,7 @@ class Parameters:
         Initial values overriding the paper's defaults (section 4.1):
         BRIEF, 32x32 patches, M = 512, K = 40 % of the Haar coefficients,
         BIHT with 200 iterations, binary bits; primal-dual's lambda is
-        :data:`~lbdviewer.solvers.DEFAULT_LAM`, not the paper's 0.1, which
+        :data:`~lbdviewer.solvers.patch.primal_dual.DEFAULT_LAM`, not the paper's 0.1, which
         leaves most patches constant with unit-l1 fields; the whole image
         is solved jointly on a grid with offset 8 (beyond the paper: patchwise
         averaging throws away the brightness that overlaps pin down), from
@@ -158,7 +158,7 @@ class Parameters:
                 "ra-freak": "43 retinal fields give 903 pairs",
                 "ex-freak": "EX-FREAK uses all 903 pairs",
             }[family]
-            return Limits(min_measurements(family), max_measurements(family, v["patch_size"]), reason)
+            return Limits(min_measurements(family), max_m_offered(family, v["patch_size"]), reason)
         if name == "patch_size":
             return Limits(*PATCH_SIZE_RANGE, "supported patch sides")
         if name == "offset":

@@ -3,7 +3,7 @@
 :class:`SessionPresenter` draws the image, the pattern and its maps, the
 live run and the whole-image run; it decides nothing (the window's slots
 do). What it derives is small and per view: the display mapping of
-:mod:`lbdviewer.display` (the one rule shared with the CLI and the
+:mod:`lbdviewer.evaluation.display` (the one rule shared with the CLI and the
 figures), one pattern's weight, occurrence and frame-vector maps, the
 original's edges. Long work stays on the workers.
 """
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from lbdviewer.display import display_original, display_stretch
+from lbdviewer.evaluation.display import display_original, display_stretch
 
 
 #: A running whole-image run's estimate is drawn again at most this often (seconds; its progress follows every
@@ -60,7 +60,7 @@ class SessionPresenter:
         }
 
     def display(self, estimate, *, reference=None, mask=None):
-        """``(array, levels, record)`` to show an estimate by the one display rule (:mod:`lbdviewer.display`).
+        """``(array, levels, record)`` to show an estimate by the one display rule (:mod:`lbdviewer.evaluation.display`).
 
         With View > Stretch on: fitted to the original when there is one,
         else percentiles; off: as solved, clipped to [0, 1]. ``record`` names

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lbdviewer.gui import jobs
-from lbdviewer.operators import DescriptorOperator
-from lbdviewer.reconstruct import default_method
+from lbdviewer.operators.descriptor import DescriptorOperator
+from lbdviewer.reconstruction.image import default_method
 
 #: What subscribers hear about: a new image, a new pattern/operator, new
 #: sites, a live run's record, the whole-image run's record.
@@ -85,7 +85,7 @@ class WholeRun:
         Share of the work done.
     estimate : ndarray or None
         The latest whole-image estimate (the result's image when completed).
-    result : lbdviewer.reconstruct.ImageResult or None
+    result : lbdviewer.reconstruction.image.ImageResult or None
         Only for a completed run.
     metrics : dict or None
         Against the original, when there is one.
@@ -267,7 +267,7 @@ class Session:
         self.source, self.sha256, self.preview = source, sha256, preview
         self._emit("image", self.image)
         if self.whole is not None and self.whole.result is not None:
-            self._set_whole(replace(self.whole, metrics=jobs.image_metrics(self.image, self.whole.result)))
+            self._set_whole(replace(self.whole, metrics=jobs.result_metrics(self.image, self.whole.result)))
 
     @property
     def has_pixels(self):
@@ -368,7 +368,7 @@ class Session:
         if update.result is not None:
             metrics = update.metrics
             if metrics is None and self.whole.features and self.source != self.features_source:
-                metrics = jobs.image_metrics(self.image, update.result)
+                metrics = jobs.result_metrics(self.image, update.result)
             ran = update.result.iterations_run  # the core's count (patchwise: the most any patch ran)
             run = replace(run, result=update.result, method=update.result.method, mode=update.result.mode,
                           estimate=update.result.image, metrics=metrics, seconds=float(update.result.seconds),

@@ -1,6 +1,6 @@
 """The run records written beside the app's exports, built from what ran.
 
-Every export carries a :mod:`lbdviewer.records` run record of what it shows:
+Every export carries a :mod:`lbdviewer.evaluation.records` run record of what it shows:
 the image it came from (with the SHA-256 of the bytes that were loaded), and
 for reconstructions the run as the worker reported it
 (:class:`~lbdviewer.gui.session.LiveRun`,
@@ -10,7 +10,7 @@ completed or was cancelled, its seconds and metrics. Nothing here reads the
 parameter form: a run's parameters are the ones it started with, and where
 the core reports what it used (``ImageResult.params``) those win.
 
-Qt-free; :func:`lbdviewer.records.write_sidecar` writes the records as strict JSON.
+Qt-free; :func:`lbdviewer.evaluation.records.write_sidecar` writes the records as strict JSON.
 
 Examples
 --------
@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from lbdviewer import metrics, records
+from lbdviewer.evaluation import metrics, records
 
 #: Panels that show the live run, and those that show the whole-image run.
 LIVE_PANELS = ("live-original", "live-reconstruction")
@@ -43,7 +43,7 @@ WHOLE_PANELS = ("reconstruction",)
 
 @dataclass(frozen=True)
 class RanResult:
-    """What a whole-image run did, in the attributes :func:`lbdviewer.records.solver_record` reads.
+    """What a whole-image run did, in the attributes :func:`lbdviewer.evaluation.records.solver_record` reads.
 
     Completed whole-image runs take everything from the core's
     ``ImageResult`` and add the iterations the whole-image solver ran;
@@ -64,7 +64,7 @@ class RanResult:
 def source_record(session, *, crop=None, array=None):
     """Where the document's pixels came from: the file's SHA-256 as loaded, and the pixels' own.
 
-    Same keys as :func:`lbdviewer.records.image_source`; the file hash is the
+    Same keys as :func:`lbdviewer.evaluation.records.image_source`; the file hash is the
     one taken when the file was read (a file changed on disk since is not
     re-read). ``array`` (default: the whole image) and ``crop`` describe the
     part used.

@@ -94,10 +94,10 @@ def retina_pattern(patch_size, pairs, *, name, params=()):
 def learned_pair_order():
     """All 903 pairs in the learned order shipped with lbdviewer.
 
-    The file ``lbdviewer/data/freak_pair_order.npy`` is written by
+    The file ``lbdviewer/patterns/data/freak_pair_order.npy`` is written by
     ``scripts/learn_freak_pairs.py``.
     """
-    with resources.files("lbdviewer.data").joinpath("freak_pair_order.npy").open("rb") as handle:
+    with resources.files("lbdviewer.patterns.data").joinpath("freak_pair_order.npy").open("rb") as handle:
         order = np.load(handle, allow_pickle=False)
     return order
 

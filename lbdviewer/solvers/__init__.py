@@ -1,11 +1,22 @@
-"""Batched reconstruction solvers that yield a snapshot after every iteration.
+"""Solvers that yield a frozen :class:`SolverState` every iteration: of patches (``patch``) and of whole images (``image``)."""
 
-:class:`BIHT` inverts binary descriptors (Alg. 2 of the paper),
-:class:`PrimalDualL1` real-valued or binary ones (Alg. 1).
-"""
+from lbdviewer._lazy import lazy_namespace
 
-from .state import SolverState
-from .biht import BIHT, reference_biht
-from .primal_dual import DEFAULT_LAM, PrimalDualL1, reference_primal_dual
-
-__all__ = ["BIHT", "DEFAULT_LAM", "PrimalDualL1", "SolverState", "reference_biht", "reference_primal_dual"]
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, {
+    "SolverState": "state", "IterativeSolver": "state",
+    "CONSTRAINTS": "projections",
+    "project": "projections",
+    "BIHT": "patch.biht",
+    "reference_biht": "patch.biht",
+    "PrimalDualL1": "patch.primal_dual",
+    "DEFAULT_LAM": "patch.primal_dual",
+    "reference_primal_dual": "patch.primal_dual",
+    "SignConsistency": "image.consistency",
+    "BitLikelihood": "image.likelihood",
+    "JointBIHT": "image.joint",
+    "JointSignConsistency": "image.joint",
+    "JointLikelihood": "image.joint",
+    "CoarseToDense": "image.joint",
+    "FlatRange": "image.joint",
+    "JointCoherentContrast": "image.coherence",
+})

@@ -1,10 +1,13 @@
-"""The snapshot every solver yields: :class:`SolverState`, and :func:`frozen_copy` for its arrays."""
+"""What every solver shares: the snapshot it yields (:class:`SolverState`), its arrays' :func:`frozen_copy`, and
+:class:`IterativeSolver`, whose ``run()`` is the last state of ``steps()``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+__all__ = ["IterativeSolver", "SolverState", "frozen_copy"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +50,23 @@ def frozen_copy(array, dtype=None):
     out = np.array(array, dtype=dtype, copy=True)
     out.flags.writeable = False
     return out
+
+
+class IterativeSolver:
+    """A solver as a generator of snapshots: ``steps()`` yields a :class:`SolverState` every iteration.
+
+    Subclasses validate in ``__init__`` and implement :meth:`steps`; the GUI, the
+    command line and the tests drive the same generator. :meth:`run` is the one
+    driver loop: it exhausts the generator and returns its last state.
+    """
+
+    def steps(self):
+        """Yield a frozen :class:`SolverState` after every iteration (the last one has ``finished`` set)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement steps()")
+
+    def run(self):
+        """Run to the end and return the final :class:`SolverState`."""
+        state = None
+        for state in self.steps():
+            pass
+        return state

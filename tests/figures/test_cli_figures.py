@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lbdviewer.cli import main
-from lbdviewer.records import read_sidecar
+from lbdviewer.cli.main import main
+from lbdviewer.evaluation.records import read_sidecar
 
 
 def test_quick_weight_maps_and_offsets_in_three_formats(tmp_path, capsys):
@@ -64,12 +64,12 @@ def test_the_command_lists_what_the_engine_makes_and_starts_without_matplotlib(t
     import os
     import sys
 
-    from lbdviewer.commands import figures as command
+    from lbdviewer.cli.commands import figures as command
     from lbdviewer.figures import DEFAULT_DPI, FIGURES, FORMATS, WIDTHS
 
     assert command.FIGURE_NAMES == tuple(FIGURES) and command.FORMATS == FORMATS
     assert command.WIDTHS == WIDTHS and command.DEFAULT_DPI == DEFAULT_DPI
-    code = "import sys; from lbdviewer.cli import build_parser; build_parser(); print('matplotlib' in sys.modules)"
+    code = "import sys; from lbdviewer.cli.main import build_parser; build_parser(); print('matplotlib' in sys.modules)"
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.strip() == "False" and not (tmp_path / "config").exists()

@@ -1,7 +1,7 @@
 """The ``fast-real`` figure: its patchwise real-valued panels show the patches, not grey blocks."""
 
 from lbdviewer.figures.paper import make_figure
-from lbdviewer.solvers import DEFAULT_LAM
+from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM
 
 
 def test_real_valued_panels_show_the_patches_and_say_which_lambda():

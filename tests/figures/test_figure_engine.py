@@ -11,8 +11,9 @@ from matplotlib.text import Text
 from PIL import Image
 
 from lbdviewer.figures import DIVERGING, FigureSpec, Panel, render_figure, save_figure
-from lbdviewer.figures.engine import inset_rgb, upscale
-from lbdviewer.records import read_sidecar
+from lbdviewer.figures.engine import inset_rgb
+from lbdviewer.io.images import upscale
+from lbdviewer.evaluation.records import read_sidecar
 
 
 def _distinct_colours(height, width):

@@ -5,13 +5,13 @@ import re
 import numpy as np
 import pytest
 
-from lbdviewer.display import display_stretch
+from lbdviewer.evaluation.display import display_stretch
 from lbdviewer.figures import (families_figure, live_figure, maps_figure, patch_pattern_figure, save_figure,
                                whole_image_figure)
 from lbdviewer.figures.engine import Circles, Segments
-from lbdviewer.operators import DescriptorOperator
-from lbdviewer.patterns import make_pattern
-from lbdviewer.records import read_sidecar, run_record
+from lbdviewer.operators.descriptor import DescriptorOperator
+from lbdviewer.patterns.families import make_pattern
+from lbdviewer.evaluation.records import read_sidecar, run_record
 
 
 def _segments(panel):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import lbdviewer.figures.leakage as leakage_figure
-from lbdviewer.display import display_stretch
+from lbdviewer.evaluation.display import display_stretch
 from lbdviewer.figures import FIGURES, Panel, render_figure, write_figure
-from lbdviewer.leakage import LeakRow
-from lbdviewer.records import read_sidecar
+from lbdviewer.evaluation.leakage import LeakRow
+from lbdviewer.evaluation.records import read_sidecar
 
 
 def _row(descriptor, correlation, *, shape=(48, 48), keypoints=30, lines_read=2, error=None, seed=0):

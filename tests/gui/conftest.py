@@ -100,8 +100,8 @@ def open_extracted_features(qtbot, window, tmp_path):
     Returns the arguments of ``whole_finished`` (``[True]`` when the
     inversion finished).
     """
-    from lbdviewer.commands.extract import extract_features
-    from lbdviewer.features import save_features
+    from lbdviewer.features.extract import extract_features
+    from lbdviewer.features.files import save_features
 
     def open_features(image, descriptor, *, n_keypoints, timeout, iterations=20):
         path = tmp_path / f"{descriptor}.npz"
@@ -129,6 +129,6 @@ def compiled_kernels():
     primal-dual kernels ~15 s); the tests wait for solver results with
     timeouts meant for running, not compiling.
     """
-    from lbdviewer.warmup import compile_kernels
+    from lbdviewer._runtime.warmup import compile_kernels
 
     compile_kernels()

@@ -5,10 +5,12 @@ from skimage import data
 
 
 def test_beblid_feature_file_opens_inverts_and_its_pattern_draws(qtbot, window, tmp_path):
-    from lbdviewer.features import FeatureSet, save_features
-    from lbdviewer.inversion import keypoint_patterns
-    from lbdviewer.library_models import extract_patches, get_model
-    from lbdviewer.operators import pack_bits
+    from lbdviewer.features.keypoints import FeatureSet
+    from lbdviewer.features.files import save_features
+    from lbdviewer.features.invert import keypoint_patterns
+    from lbdviewer.libraries.base import keypoint_patches
+    from lbdviewer.libraries.registry import get_model
+    from lbdviewer.bits import pack_bits
 
     image = data.astronaut()[96:288, 160:352].mean(axis=2) / 255.0
     model = get_model("beblid", n_bits=256)  # the calibration the session already has (tests/test_opencv_blid.py)
@@ -28,7 +30,7 @@ def test_beblid_feature_file_opens_inverts_and_its_pattern_draws(qtbot, window, 
     pattern = first.pattern
     assert pattern.thresholded and pattern.kernel == "box"
     canvas = window.pattern_panel.patch
-    canvas.show_array(extract_patches([window.whole.result.array], [first])[0])  # the inverted patch
+    canvas.show_array(keypoint_patches([window.whole.result.array], [first])[0])  # the inverted patch
     canvas.set_pattern(pattern)
     x, _ = canvas.pairs_item.getData()
     assert len(x) == 2 * 256 and np.all((x >= 0) & (x <= pattern.patch_size))

@@ -5,8 +5,8 @@ from skimage import data
 
 
 def test_brisk_feature_file_opens_inverts_and_its_pattern_draws(window, tmp_path, open_extracted_features):
-    from lbdviewer.inversion import keypoint_patterns
-    from lbdviewer.library_models import extract_patches
+    from lbdviewer.features.invert import keypoint_patterns
+    from lbdviewer.libraries.base import keypoint_patches
 
     image = data.astronaut()[96:288, 160:352].mean(axis=2) / 255.0
     assert open_extracted_features(image, "brisk", n_keypoints=30, timeout=30000) == [True]
@@ -16,7 +16,7 @@ def test_brisk_feature_file_opens_inverts_and_its_pattern_draws(window, tmp_path
     first = keypoint_patterns(window.session.features)[0]
     pattern = first.pattern
     canvas = window.pattern_panel.patch
-    canvas.show_array(extract_patches([window.whole.result.array], [first])[0])  # the inverted patch
+    canvas.show_array(keypoint_patches([window.whole.result.array], [first])[0])  # the inverted patch
     canvas.set_pattern(pattern)
     canvas.set_title(f"Keypoint 0 of brisk.npz + {pattern.name} pattern")
     x, y = canvas.pairs_item.getData()

@@ -6,9 +6,10 @@ import pytest
 import re
 from pathlib import Path
 
-from lbdviewer.gui.export import read_png, sidecar_path, to_rgb, upscale
+from lbdviewer.gui.export import read_png, sidecar_path, to_rgb
+from lbdviewer.io.images import upscale
 from lbdviewer.gui.export_actions import ExportDialog, ExportOptions
-from lbdviewer.records import read_sidecar
+from lbdviewer.evaluation.records import read_sidecar
 
 
 def strict_json(path):

@@ -2,16 +2,15 @@
 
 import time
 
-import numpy as np
 import pytest
 from PyQt6.QtCore import Qt, QThreadPool
 from PyQt6.QtTest import QTest
 
 from skimage import data
 
-from lbdviewer.commands.extract import extract_features
-from lbdviewer.features import save_features
-from lbdviewer.library_models import get_model
+from lbdviewer.features.extract import extract_features
+from lbdviewer.features.files import save_features
+from lbdviewer.libraries.registry import get_model
 
 #: Esc to the worker's end: the target is 0.2 s, with room for a loaded machine. Before the fix
 #: the set-up of this file (~1 s) and up to 20 iterations (1/100 of the budget) ran on after Esc.

@@ -5,8 +5,8 @@ from PyQt6.QtCore import Qt
 from PyQt6.QtTest import QTest
 
 from lbdviewer.gui.model import Parameters
-from lbdviewer.reconstruct import DEFAULT_ITERATIONS
-from lbdviewer.records import read_sidecar
+from lbdviewer.reconstruction.image import DEFAULT_ITERATIONS
+from lbdviewer.evaluation.records import read_sidecar
 
 
 def flat_noise_image(size=64):

@@ -8,7 +8,7 @@ from PyQt6.QtCore import QMimeData, QPoint, QPointF, Qt, QThreadPool, QUrl
 from PyQt6.QtGui import QDragEnterEvent, QDropEvent
 
 from lbdviewer import io
-from lbdviewer.display import display_stretch
+from lbdviewer.evaluation.display import display_stretch
 
 
 def drop_file(window, path):
@@ -273,7 +273,7 @@ def test_feature_file_shows_keypoints_and_inverts_them(window, make_image, open_
 
 def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, window, tmp_path, make_image,
                                                                      open_extracted_features):
-    from lbdviewer.io import save_png
+    from lbdviewer.io.images import save_png
 
     image = np.tile(make_image(), (2, 2))
     original = tmp_path / "original.png"

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from lbdviewer.gui.model import Parameters
-from lbdviewer.solvers import DEFAULT_LAM
+from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM
 
 
 def test_defaults_are_the_papers_but_lambda():

@@ -8,8 +8,8 @@ import pytest
 from lbdviewer.gui import sidecars
 from lbdviewer.gui.model import Parameters
 from lbdviewer.gui.session import Session
-from lbdviewer.io import dumps_strict
-from lbdviewer.records import check_record
+from lbdviewer.io.strict_json import dumps_strict
+from lbdviewer.evaluation.records import check_record
 
 
 @pytest.fixture

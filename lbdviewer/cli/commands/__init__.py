@@ -1,0 +1,3 @@
+"""Headless subcommands of ``lbdviewer``; each module exposes ``add_parser``."""
+
+__all__ = []

@@ -1,1 +1,0 @@
-"""Headless subcommands of ``lbdviewer``; each module exposes ``add_parser``."""

@@ -1,0 +1,245 @@
+"""The one display rule: how an estimate becomes grey levels on a screen or in a figure.
+
+The app, ``lbdviewer reconstruct`` and the figure engine all call
+:func:`display_stretch`, so one reconstruction looks the same everywhere, and
+every view and export names the rule it used (:attr:`Stretched.description`,
+:meth:`Stretched.record`).
+
+Why a stretch at all: a binary descriptor ``b = sign(L p)`` is unchanged when
+the patch is replaced by ``a p + c`` with ``a > 0`` (the frame vectors sum to
+zero), so bits carry no gain and no offset, and a reconstruction's grey levels
+are only defined up to them. The rule:
+
+* **With the original** (``reference``): the estimate's mean and spread over
+  the covered pixels are matched to the original's,
+  :math:`a = \\sigma_r / \\sigma_x`, :math:`c = \\bar r - a \\bar x`, then
+  clipped to ``[0, 1]``. Original and reconstruction are then on the same
+  scale. The least-squares fit the metrics use before PSNR and SSIM
+  (:func:`lbdviewer.evaluation.metrics.fit_gain_offset`) would shrink the contrast by the
+  correlation (a regression towards the mean), so a weak reconstruction would
+  look grey rather than wrong; matching the spread shows its errors at full
+  contrast. When that least-squares gain is not positive (an estimate no
+  better than flat, or inverted) no gain is fitted: the rule falls back to the
+  percentile stretch and says so, so an inverted estimate is never shown the
+  right way up.
+* **Without the original**: the 0.5 and 99.5 percentiles of the covered
+  pixels go to 0 and 1 (clipped), as in the paper.
+* **Originals** are shown as they are (:func:`display_original`).
+
+In every case pixels no patch covers are 0 (black), and the mapping is affine
+on the covered pixels: ``clip(gain * x + offset, 0, 1)``; :class:`Stretched`
+keeps ``gain`` and ``offset`` so a sidecar can record them exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lbdviewer.evaluation.metrics import fit_gain_offset
+
+#: Percentiles of the covered pixels mapped to 0 and 1 when there is no original.
+PERCENTILES = (0.5, 99.5)
+#: Names of the rules, as :attr:`Stretched.rule` gives them.
+RULES = ("fit", "percentile", "none")
+
+_FIT_DESCRIPTION = "gain/offset fitted to the original (mean and spread matched over covered pixels)"
+_PERCENTILE_DESCRIPTION = "percentile stretch 0.5\u201399.5 % of covered pixels"
+_FALLBACK_NOTE = " (the gain fitted to the original was not positive, so it was not applied)"
+_NONE_DESCRIPTION = "shown as stored (no stretch)"
+
+
+@dataclass(frozen=True)
+class Stretched:
+    """An image ready for display and the rule that made it.
+
+    Attributes
+    ----------
+    image : ndarray of float64, shape (H, W)
+        Grey levels in ``[0, 1]``; uncovered pixels are 0.
+    rule : {"fit", "percentile", "none"}
+        Which branch of the display rule was applied.
+    description : str
+        The rule in words, for captions and sidecars.
+    gain, offset : float
+        The affine map applied to the covered pixels before clipping:
+        ``clip(gain * x + offset, 0, 1)``.
+    clipped_fraction : float
+        Share of covered pixels that the clipping changed (0 for ``"none"``).
+    """
+
+    image: np.ndarray
+    rule: str
+    description: str
+    gain: float
+    offset: float
+    clipped_fraction: float
+
+    def record(self):
+        """The stretch as a dict for a sidecar (see :mod:`lbdviewer.evaluation.records`).
+
+        Examples
+        --------
+        >>> display_original(np.zeros((2, 2))).record()["rule"]
+        'none'
+        """
+        return {"rule": self.rule, "description": self.description, "gain": self.gain,
+                "offset": self.offset, "clipped_fraction": self.clipped_fraction,
+                "percentiles": list(PERCENTILES) if self.rule == "percentile" else None}
+
+
+def _check_image(name, image, shape=None):
+    array = np.asarray(image, dtype=np.float64)
+    if array.ndim != 2 or array.size == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (H, W), got shape {array.shape}")
+    if shape is not None and array.shape != shape:
+        raise ValueError(f"{name} must have the image's shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite (it holds NaN or infinity)")
+    return array
+
+
+def _apply(image, mask, gain, offset, rule, description):
+    mapped = gain * image + offset
+    clipped = np.clip(mapped, 0.0, 1.0)
+    covered = int(mask.sum())
+    changed = int(np.count_nonzero((np.abs(clipped - mapped) > 1e-12) & mask))  # not rounding noise
+    out = np.where(mask, clipped, 0.0)
+    return Stretched(image=out, rule=rule, description=description, gain=float(gain), offset=float(offset),
+                     clipped_fraction=changed / covered if covered else 0.0)
+
+
+def percentile_gain_offset(image, mask, percentiles=PERCENTILES):
+    """Gain and offset that send the ``percentiles`` of ``image[mask]`` to 0 and 1.
+
+    A constant image gets gain 0 and offset 0.5 (mid grey).
+
+    Examples
+    --------
+    >>> percentile_gain_offset(np.array([[0.25, 0.5, 0.75]]), np.ones((1, 3), bool), (0, 100))
+    (2.0, -0.5)
+    """
+    low, high = np.percentile(np.asarray(image, dtype=np.float64)[mask], percentiles)
+    if not high > low:
+        return 0.0, 0.5
+    return float(1.0 / (high - low)), float(-low / (high - low))
+
+
+def matched_gain_offset(image, reference, mask):
+    """Gain and offset giving ``image[mask]`` the mean and standard deviation of ``reference[mask]``.
+
+    Examples
+    --------
+    >>> mask = np.ones((1, 3), bool)
+    >>> gain, offset = matched_gain_offset(np.array([[1.0, 2.0, 3.0]]), np.array([[0.2, 0.4, 0.6]]), mask)
+    >>> round(gain, 12), round(offset, 12)
+    (0.2, 0.0)
+    """
+    x = np.asarray(image, dtype=np.float64)[mask]
+    r = np.asarray(reference, dtype=np.float64)[mask]
+    gain = float(r.std() / x.std()) if x.std() > 0 else 0.0
+    return gain, float(r.mean() - gain * x.mean())
+
+
+def display_stretch(image, *, mask=None, reference=None):
+    """Map a reconstruction to grey levels for display, by the one display rule.
+
+    Parameters
+    ----------
+    image : array_like, shape (H, W)
+        The estimate (any real values; NaN and infinity are refused).
+    mask : array_like of bool, shape (H, W), optional
+        Covered pixels (default: all). The fit or the percentiles use only
+        these; the others come out 0.
+    reference : array_like, shape (H, W), optional
+        The original. When given, the estimate's mean and spread are matched
+        to it (rule ``"fit"``); otherwise the 0.5/99.5 percentiles are
+        stretched to 0 and 1 (rule ``"percentile"``).
+
+    Returns
+    -------
+    Stretched
+
+    Raises
+    ------
+    ValueError
+        If an array is not 2-D, holds NaN or infinity, or the shapes differ.
+
+    Notes
+    -----
+    With a reference ``r``, ``a = std(r) / std(x)`` and ``c = mean(r) - a mean(x)``
+    over ``mask``, applied when the least-squares gain
+    (:func:`lbdviewer.evaluation.metrics.fit_gain_offset`) is positive; otherwise the
+    percentile rule is used and the description says why. Without, ``a = 1 / (p_hi - p_lo)``
+    and ``c = -p_lo a`` with ``p`` the 0.5 and 99.5 percentiles. Output:
+    ``clip(a x + c, 0, 1)`` on ``mask``, 0 elsewhere. No covered pixel: all 0.
+
+    Examples
+    --------
+    >>> original = np.array([[0.0, 0.5, 1.0]])
+    >>> shown = display_stretch(np.array([[10.0, 20.0, 30.0]]), reference=original)
+    >>> shown.rule, shown.image.round(12).tolist(), round(shown.gain, 12)
+    ('fit', [[0.0, 0.5, 1.0]], 0.05)
+    >>> display_stretch(np.array([[3.0, 1.0, 2.0]])).rule
+    'percentile'
+    """
+    image = _check_image("image", image)
+    mask = np.ones(image.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if mask.shape != image.shape:
+        raise ValueError(f"mask must have the image's shape {image.shape}, got {mask.shape}")
+    if not mask.any():
+        return Stretched(image=np.zeros_like(image), rule="percentile" if reference is None else "fit",
+                         description="no covered pixel: shown black", gain=0.0, offset=0.0, clipped_fraction=0.0)
+    if reference is not None:
+        reference = _check_image("reference", reference, image.shape)
+        least_squares_gain, _ = fit_gain_offset(reference, image, mask=mask)
+        if least_squares_gain > 0:
+            gain, offset = matched_gain_offset(image, reference, mask)
+            return _apply(image, mask, gain, offset, "fit", _FIT_DESCRIPTION)
+        gain, offset = percentile_gain_offset(image, mask)
+        return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION + _FALLBACK_NOTE)
+    gain, offset = percentile_gain_offset(image, mask)
+    return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION)
+
+
+def display_original(image):
+    """An original image as it is (values clipped to ``[0, 1]``), named as such.
+
+    Examples
+    --------
+    >>> shown = display_original(np.array([[0.25, 1.5]]))
+    >>> shown.image.tolist(), shown.description
+    ([[0.25, 1.0]], 'shown as stored (no stretch)')
+    """
+    image = _check_image("image", image)
+    return _apply(image, np.ones(image.shape, dtype=bool), 1.0, 0.0, "none", _NONE_DESCRIPTION)
+
+
+def difference_image(original, shown, *, mask=None):
+    """Signed difference ``shown - original`` of two displayed images, and its symmetric limit.
+
+    Used for "original | estimate | difference" panels: both inputs are
+    already on the display scale (the estimate through :func:`display_stretch`
+    with the original as reference), so the difference is in grey levels.
+    Uncovered pixels are 0.
+
+    Returns
+    -------
+    difference : ndarray of float64, shape (H, W)
+    limit : float
+        ``max |difference|`` over the covered pixels (at least 1/255), for a
+        colour scale symmetric around 0.
+
+    Examples
+    --------
+    >>> diff, limit = difference_image(np.array([[0.0, 1.0]]), np.array([[0.5, 0.5]]))
+    >>> diff.tolist(), limit
+    ([[0.5, -0.5]], 0.5)
+    """
+    original = _check_image("original", original)
+    shown = _check_image("shown", shown, original.shape)
+    mask = np.ones(original.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    difference = np.where(mask, shown - original, 0.0)
+    limit = float(np.abs(difference).max()) if difference.size else 0.0
+    return difference, max(limit, 1.0 / 255.0)

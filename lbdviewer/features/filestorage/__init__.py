@@ -1,0 +1,3 @@
+"""OpenCV ``cv::FileStorage`` files (YAML, XML, JSON): our own bounded parser, the reader and the writer."""
+
+__all__ = []

@@ -1,0 +1,171 @@
+"""Keypoints and the features described at them: :class:`Keypoints` and :class:`FeatureSet`.
+
+A :class:`FeatureSet` is what a feature file holds (:mod:`lbdviewer.features.npz`,
+:mod:`lbdviewer.features.filestorage`), validated on construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lbdviewer.libraries.registry import DESCRIPTORS
+
+__all__ = ["FORMAT", "KEYPOINT_COLUMNS", "VERSION", "FeatureSet", "Keypoints", "validate"]
+
+#: What a feature file written by lbdviewer says it is, and the version of its layout.
+FORMAT = "lbdviewer-features"
+VERSION = 1
+KEYPOINT_COLUMNS = ("x", "y", "size", "angle", "octave", "response")
+
+
+def _column(values, name, n):
+    out = np.array(values, dtype=np.float64, copy=True).reshape(-1)
+    if out.shape != (n,):
+        raise ValueError(f"keypoint column {name!r} must have {n} values, got shape {np.shape(values)}")
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Keypoints:
+    """Keypoints as OpenCV describes them, as columns of equal length ``K``.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (K,)
+        Position (column, row) in level-0 pixels.
+    size, angle, octave, response : array_like, shape (K,), optional
+        Diameter in pixels (default 31), orientation in degrees (default -1,
+        none), pyramid level (default 0), detector response (default 0).
+
+    Examples
+    --------
+    >>> kp = Keypoints([10.0, 20.0], [5.0, 6.0])
+    >>> len(kp), kp.octave.tolist()
+    (2, [0, 0])
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    size: np.ndarray = None
+    angle: np.ndarray = None
+    octave: np.ndarray = None
+    response: np.ndarray = None
+
+    def __post_init__(self):
+        n = np.size(self.x)
+        defaults = {"size": 31.0, "angle": -1.0, "octave": 0, "response": 0.0}
+        for name in KEYPOINT_COLUMNS:
+            value = getattr(self, name)
+            if value is None:
+                value = np.full(n, defaults[name])
+            column = _column(value, name, n)
+            if name == "octave":
+                if not np.all(np.isfinite(column)) or np.any(column != np.round(column)) or np.any(column < 0):
+                    raise ValueError(f"keypoint octave must be non-negative integers, got {column[:5]}")
+                column = column.astype(np.int64)
+                column.flags.writeable = False
+            object.__setattr__(self, name, column)
+
+    def __len__(self):
+        return self.x.shape[0]
+
+    def as_array(self):
+        """The ``(K, 6)`` float64 table of :data:`KEYPOINT_COLUMNS`."""
+        return np.stack([getattr(self, name).astype(np.float64) for name in KEYPOINT_COLUMNS], axis=1)
+
+    @classmethod
+    def from_array(cls, table):
+        """Keypoints from a ``(K, 6)`` table (see :meth:`as_array`)."""
+        table = np.asarray(table)
+        if table.ndim != 2 or table.shape[1] != len(KEYPOINT_COLUMNS):
+            raise ValueError(f"keypoints must have shape (K, {len(KEYPOINT_COLUMNS)}), got {table.shape}")
+        return cls(*table.T)
+
+    @classmethod
+    def from_cv(cls, keypoints):
+        """Keypoints from a sequence of ``cv2.KeyPoint``."""
+        rows = [(k.pt[0], k.pt[1], k.size, k.angle, k.octave, k.response) for k in keypoints]
+        return cls.from_array(np.array(rows, dtype=np.float64).reshape(-1, len(KEYPOINT_COLUMNS)))
+
+    def to_cv(self):
+        """A list of ``cv2.KeyPoint`` whose ``class_id`` is the row index."""
+        import cv2
+
+        return [
+            cv2.KeyPoint(float(x), float(y), float(s), float(a), float(r), int(o), i)
+            for i, (x, y, s, a, o, r) in enumerate(
+                zip(self.x, self.y, self.size, self.angle, self.octave, self.response)
+            )
+        ]
+
+    def take(self, index):
+        """The keypoints selected by an integer or boolean ``index``."""
+        return Keypoints(*(getattr(self, name)[index] for name in KEYPOINT_COLUMNS))
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureSet:
+    """What a feature file holds: keypoints, packed descriptors and context.
+
+    Examples
+    --------
+    >>> fs = FeatureSet("orb", {}, (64, 64), Keypoints([32.0], [32.0]), np.zeros((1, 32), np.uint8), 256, "little")
+    >>> fs.bits().shape
+    (1, 256)
+    """
+
+    descriptor: str
+    params: dict
+    image_shape: tuple
+    keypoints: Keypoints
+    descriptors: np.ndarray
+    n_bits: int
+    bitorder: str
+
+    def __post_init__(self):
+        validate(self)
+
+    def bits(self):
+        """Descriptors unpacked to ``{-1, +1}``, shape ``(K, n_bits)``."""
+        unpacked = np.unpackbits(self.descriptors, axis=1, count=self.n_bits, bitorder=self.bitorder)
+        return (2 * unpacked.astype(np.int8) - 1).astype(np.int8)
+
+
+def validate(features):
+    """Raise ValueError naming the first inconsistency in ``features``."""
+    if features.descriptor not in DESCRIPTORS:
+        raise ValueError(f"unknown descriptor {features.descriptor!r}; expected one of {DESCRIPTORS}")
+    if not isinstance(features.params, dict):
+        raise ValueError(f"params must be a dict, got {type(features.params).__name__}")
+    shape = tuple(int(v) for v in np.asarray(features.image_shape).reshape(-1))
+    if len(shape) != 2 or min(shape) < 1:
+        raise ValueError(f"image_shape must be (height, width) of positive ints, got {features.image_shape!r}")
+    object.__setattr__(features, "image_shape", shape)
+    if features.bitorder not in ("little", "big"):
+        raise ValueError(f"bitorder must be 'little' or 'big', got {features.bitorder!r}")
+    n_bits = int(features.n_bits)
+    if n_bits < 1:
+        raise ValueError(f"n_bits must be positive, got {features.n_bits!r}")
+    kp = features.keypoints
+    if not isinstance(kp, Keypoints):
+        raise ValueError(f"keypoints must be Keypoints, got {type(kp).__name__}")
+    table = kp.as_array()
+    if not np.all(np.isfinite(table)):
+        row = int(np.argmax(~np.all(np.isfinite(table), axis=1)))
+        raise ValueError(f"keypoint {row} has a NaN or infinite value: {table[row].tolist()}")
+    height, width = shape
+    outside = (kp.x < 0) | (kp.y < 0) | (kp.x > width - 1) | (kp.y > height - 1)
+    if np.any(outside):
+        row = int(np.argmax(outside))
+        raise ValueError(
+            f"keypoint {row} at (x={kp.x[row]}, y={kp.y[row]}) lies outside the image of shape {shape}"
+        )
+    if np.any(kp.size <= 0):
+        raise ValueError(f"keypoint sizes must be positive, got min {kp.size.min()}")
+    desc = np.asarray(features.descriptors)
+    expected = (len(kp), (n_bits + 7) // 8)
+    if desc.dtype != np.uint8 or desc.shape != expected:
+        raise ValueError(f"descriptors must be uint8 of shape {expected}, got {desc.dtype} {desc.shape}")

@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+
+from lbdviewer.features.keypoints import FeatureSet, Keypoints
+from lbdviewer.features.files import load_features, save_features
+
+
+def _features(**changes):
+    kp = Keypoints([10.5, 40.0], [20.0, 30.25], [31.0, 37.2], [12.0, -1.0], [0, 1], [0.5, 0.25])
+    values = dict(descriptor="orb", params={"n_levels": 8}, image_shape=(64, 80), keypoints=kp,
+                  descriptors=np.arange(64, dtype=np.uint8).reshape(2, 32), n_bits=256, bitorder="little")
+    values.update(changes)
+    return FeatureSet(**values)
+
+
+def _write(path, **arrays):
+    base = dict(format=np.array("lbdviewer-features"), version=np.array(1), descriptor=np.array("orb"),
+                params=np.array("{}"), image_shape=np.array([64, 80]),
+                keypoints=np.array([[10.0, 20.0, 31.0, 0.0, 0.0, 0.0]]),
+                descriptors=np.zeros((1, 32), np.uint8), n_bits=np.array(256), bitorder=np.array("little"))
+    base.update(arrays)
+    with open(path, "wb") as handle:
+        np.savez(handle, **{k: v for k, v in base.items() if v is not None})
+    return path
+
+
+def test_roundtrip_keeps_everything(tmp_path):
+    path = tmp_path / "f.npz"
+    original = _features()
+    save_features(path, original)
+    loaded = load_features(path)
+    assert loaded.descriptor == "orb" and loaded.params == {"n_levels": 8} and loaded.image_shape == (64, 80)
+    assert np.array_equal(loaded.keypoints.as_array(), original.keypoints.as_array())
+    assert np.array_equal(loaded.descriptors, original.descriptors)
+    assert np.array_equal(loaded.bits(), original.bits())
+
+
+def test_truncated_file(tmp_path):
+    path = tmp_path / "f.npz"
+    save_features(path, _features())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="truncated"):
+        load_features(path)
+
+
+def test_pickled_payload_is_refused(tmp_path):
+    path = _write(tmp_path / "f.npz", params=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="pickled"):
+        load_features(path)
+
+
+def test_unknown_descriptor(tmp_path):
+    with pytest.raises(ValueError, match="unknown descriptor 'sift'"):
+        load_features(_write(tmp_path / "f.npz", descriptor=np.array("sift")))
+
+
+def test_wrong_descriptor_shape(tmp_path):
+    with pytest.raises(ValueError, match=r"descriptors must be uint8 of shape \(1, 32\)"):
+        load_features(_write(tmp_path / "f.npz", descriptors=np.zeros((1, 16), np.uint8)))
+
+
+def test_wrong_keypoint_shape(tmp_path):
+    with pytest.raises(ValueError, match=r"keypoints must have shape \(K, 6\)"):
+        load_features(_write(tmp_path / "f.npz", keypoints=np.zeros((1, 4))))
+
+
+def test_nan_coordinates(tmp_path):
+    with pytest.raises(ValueError, match="keypoint 0 has a NaN"):
+        load_features(_write(tmp_path / "f.npz", keypoints=np.array([[np.nan, 20.0, 31.0, 0.0, 0.0, 0.0]])))
+
+
+def test_keypoint_outside_image(tmp_path):
+    with pytest.raises(ValueError, match="outside the image"):
+        load_features(_write(tmp_path / "f.npz", keypoints=np.array([[90.0, 20.0, 31.0, 0.0, 0.0, 0.0]])))
+
+
+def test_missing_item_and_wrong_version(tmp_path):
+    with pytest.raises(ValueError, match="missing 'n_bits'"):
+        load_features(_write(tmp_path / "a.npz", n_bits=None))
+    with pytest.raises(ValueError, match="version 7"):
+        load_features(_write(tmp_path / "b.npz", version=np.array(7)))
+
+
+def test_not_an_npz(tmp_path):
+    path = tmp_path / "f.npz"
+    path.write_text("hello")
+    with pytest.raises(ValueError, match="cannot read feature file"):
+        load_features(path)
+
+
+def test_keypoints_validate_octave():
+    with pytest.raises(ValueError, match="octave"):
+        Keypoints([1.0], [1.0], octave=[0.5])

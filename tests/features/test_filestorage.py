@@ -1,0 +1,213 @@
+"""Feature files in OpenCV's FileStorage formats: what cv2.FileStorage writes loads, ours reads back in cv2."""
+
+import cv2
+import numpy as np
+import pytest
+
+from lbdviewer.cli.main import main
+from lbdviewer.features.keypoints import FeatureSet, Keypoints
+from lbdviewer.features.files import load_features, save_features
+from lbdviewer.features.filestorage.parser import parse_xml, parse_yaml
+
+SUFFIXES = (".yml", ".xml", ".json")
+
+
+@pytest.fixture(scope="module")
+def orb_output():
+    """Keypoints and descriptors of OpenCV's ORB on a textured image (as a program would have them)."""
+    rng = np.random.default_rng(3)
+    image = cv2.GaussianBlur((rng.random((120, 160)) * 255).astype(np.uint8), (5, 5), 1.5)
+    keypoints, descriptors = cv2.ORB_create(40).detectAndCompute(image, None)
+    assert len(keypoints) > 10
+    return image.shape, keypoints, descriptors
+
+
+def write_like_cv_write(path, keypoints, descriptors, **extra):
+    """What ``cv::write(fs, "keypoints", kps); fs << "descriptors" << desc`` stores, through cv2."""
+    storage = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+    storage.startWriteStruct("keypoints", cv2.FileNode_SEQ | cv2.FileNode_FLOW)
+    for kp in keypoints:
+        for value in (kp.pt[0], kp.pt[1], kp.size, kp.angle, kp.response):
+            storage.write("", float(value))
+        storage.write("", int(kp.octave))
+        storage.write("", int(kp.class_id))
+    storage.endWriteStruct()
+    storage.write("descriptors", descriptors)
+    for key, value in extra.items():
+        storage.write(key, value)
+    storage.release()
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_files_written_by_cv2_filestorage_load(tmp_path, orb_output, suffix):
+    shape, keypoints, descriptors = orb_output
+    path = tmp_path / f"orb{suffix}"
+    write_like_cv_write(path, keypoints, descriptors)
+    features = load_features(path, descriptor="orb", image_shape=shape)
+    assert features.descriptor == "orb" and features.image_shape == shape and features.n_bits == 256
+    np.testing.assert_array_equal(features.descriptors, descriptors)
+    np.testing.assert_array_equal(features.keypoints.x, np.float32([k.pt[0] for k in keypoints]))
+    np.testing.assert_array_equal(features.keypoints.angle, np.float32([k.angle for k in keypoints]))
+    np.testing.assert_array_equal(features.keypoints.octave, [k.octave for k in keypoints])
+    np.testing.assert_array_equal(features.keypoints.response, np.float32([k.response for k in keypoints]))
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_descriptor_and_size_come_from_the_file_or_a_clear_error(tmp_path, orb_output, suffix):
+    shape, keypoints, descriptors = orb_output
+    bare, named = tmp_path / f"bare{suffix}", tmp_path / f"named{suffix}"
+    write_like_cv_write(bare, keypoints, descriptors)
+    write_like_cv_write(named, keypoints, descriptors, descriptor="orb", image_width=shape[1],
+                        image_height=shape[0])
+    assert load_features(named).image_shape == shape
+    with pytest.raises(ValueError, match="--descriptor"):
+        load_features(bare, image_shape=shape)
+    with pytest.raises(ValueError, match="--image-size"):
+        load_features(bare, descriptor="orb")
+    with pytest.raises(ValueError, match="holds orb descriptors, not 'opencv-brief'"):
+        load_features(named, descriptor="opencv-brief")
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_our_files_read_back_exactly_and_in_cv2(tmp_path, orb_output, suffix):
+    shape, keypoints, descriptors = orb_output
+    original = FeatureSet("orb", {"n_levels": 8, "library": "opencv x"}, shape, Keypoints.from_cv(keypoints),
+                          descriptors, 256, "little")
+    path = tmp_path / f"ours{suffix}"
+    save_features(path, original)
+    loaded = load_features(path)
+    np.testing.assert_array_equal(loaded.keypoints.as_array(), original.keypoints.as_array())
+    np.testing.assert_array_equal(loaded.descriptors, descriptors)
+    assert (loaded.params, loaded.image_shape, loaded.descriptor) == (original.params, shape, "orb")
+    storage = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)
+    np.testing.assert_array_equal(storage.getNode("descriptors").mat(), descriptors)
+    flat = storage.getNode("keypoints")
+    assert flat.size() == 7 * len(keypoints) and flat.at(7).real() == keypoints[1].pt[0]
+    assert storage.getNode("descriptor").string() == "orb"
+    storage.release()
+
+
+def test_hand_written_files_in_the_cv_write_layout(tmp_path):
+    yaml = """%YAML:1.0
+---
+# two keypoints, one nested sequence each (also read)
+keypoints:
+   - [ 20., 30., 31., 45.5, 1.5e-03, 0, -1 ]
+   - [ 40., 35.5, 37.2, -1, 0., 1, 7 ]
+descriptors: !!opencv-matrix
+   rows: 2
+   cols: 32
+   dt: u
+   data: [ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+       19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 255, 254, 253, 252,
+       251, 250, 249, 248, 247, 246, 245, 244, 243, 242, 241, 240, 239, 238,
+       237, 236, 235, 234, 233, 232, 231, 230, 229, 228, 227, 226, 225, 224 ]
+descriptor: orb
+image_width: 64
+image_height: 48
+"""
+    xml = """<?xml version="1.0"?>
+<opencv_storage>
+<keypoints>20. 30. 31. 45.5 1.5e-03 0 -1
+  40. 35.5 37.2 -1 0. 1 7</keypoints>
+<descriptors type_id="opencv-matrix"><rows>2</rows><cols>32</cols><dt>u</dt>
+<data>%s</data></descriptors>
+<descriptor>orb</descriptor><image_width>64</image_width><image_height>48</image_height>
+</opencv_storage>
+""" % " ".join(str(v) for v in list(range(32)) + list(range(255, 223, -1)))
+    (tmp_path / "h.yaml").write_text(yaml)
+    (tmp_path / "h.xml").write_text(xml)
+    for name in ("h.yaml", "h.xml"):
+        features = load_features(tmp_path / name)
+        assert features.image_shape == (48, 64) and len(features.keypoints) == 2
+        assert features.keypoints.y.tolist() == [30.0, 35.5] and features.keypoints.octave.tolist() == [0, 1]
+        assert features.descriptors[1, :3].tolist() == [255, 254, 253]
+
+
+def _orb_yaml(rows=1, cols=32, dt="u", data=None, keypoints="[ 20., 30., 31., 45.5, 0., 0, -1 ]"):
+    data = ", ".join(["7"] * (rows * cols)) if data is None else data
+    return (f"%YAML:1.0\n---\ndescriptor: orb\nimage_width: 64\nimage_height: 48\nkeypoints: {keypoints}\n"
+            f"descriptors: !!opencv-matrix\n   rows: {rows}\n   cols: {cols}\n   dt: {dt}\n   data: [ {data} ]\n")
+
+
+@pytest.mark.parametrize("text, message", [
+    (_orb_yaml(cols=16, data=", ".join(["7"] * 16)), "descriptors have 16 bytes a row; orb with 256 bits has 32"),
+    (_orb_yaml(data=", ".join(["7"] * 31)), r"declares 1 x 32 = 32 values but holds 31"),
+    (_orb_yaml(dt="x"), "dt 'x' is not a one-channel OpenCV type"),
+    (_orb_yaml(dt="3u"), "dt '3u' is not a one-channel OpenCV type"),
+    (_orb_yaml(dt="f"), r"binary descriptors are bytes \(dt 'u'\)"),
+    (_orb_yaml(rows=10**9, data="7"), "declares 1,000,000,000 keypoints, more than the limit of"),
+    (_orb_yaml(cols=10**6, data="7"), r"cols must be an integer in \[0, 1024\], got 1000000"),
+    (_orb_yaml(data=", ".join(["300"] * 32)), "do not fit dt 'u'"),
+    (_orb_yaml(keypoints="[ 20., 30., 31., 45.5, 0., 0 ]"), "holds 6 numbers, not a multiple of 7"),
+    (_orb_yaml(rows=2, data=", ".join(["7"] * 64)), "holds 1 keypoints but 2 descriptor rows"),
+    (_orb_yaml().replace("keypoints", "kps"), "has no 'keypoints' node"),
+    (_orb_yaml().replace("[ 20.", "&a [ 20."), "anchors and aliases are refused"),
+    (_orb_yaml().replace("!!opencv-matrix", "!!binary"), "base64"),
+    (_orb_yaml().replace("descriptor: orb", "descriptor: surf"), "unknown descriptor 'surf'"),
+])
+def test_malformed_yaml_gives_a_clear_error(tmp_path, text, message):
+    path = tmp_path / "bad.yml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        load_features(path)
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_truncated_files_give_a_clear_error(tmp_path, orb_output, suffix):
+    shape, keypoints, descriptors = orb_output
+    path = tmp_path / f"whole{suffix}"
+    write_like_cv_write(path, keypoints, descriptors, descriptor="orb", image_width=shape[1],
+                        image_height=shape[0])
+    text = path.read_text()
+    cut = tmp_path / f"cut{suffix}"
+    cut.write_text(text[: len(text) // 2])
+    with pytest.raises(ValueError, match=r"truncated|not closed|declares|not a multiple"):
+        load_features(cut)
+
+
+def test_xml_entities_and_large_files_are_refused(tmp_path, monkeypatch):
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_text('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+                    "<opencv_storage><descriptor>&b;</descriptor></opencv_storage>")
+    with pytest.raises(ValueError, match="DOCTYPE or ENTITY declaration is refused"):
+        load_features(bomb)
+    big = tmp_path / "big.yml"
+    big.write_text(_orb_yaml())
+    monkeypatch.setattr("lbdviewer.features.filestorage.parser.MAX_FILE_BYTES", 100)
+    with pytest.raises(ValueError, match=r"bytes, more than the 100"):
+        load_features(big)
+
+
+def test_json_duplicate_keys_and_non_mapping_are_refused(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text('{"descriptor": "orb", "descriptor": "orb"}')
+    with pytest.raises(ValueError, match="duplicate key 'descriptor'"):
+        load_features(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="must hold a mapping at the top"):
+        load_features(path)
+
+
+def test_parsers_read_opencv_scalars_flow_maps_and_strings():
+    tree = parse_yaml('%YAML 1.2\n---\na: { x:41, "y": -.Inf }\nb: "x \\"y\\" z"\nc:\n   - 1\n   - k: 2\n')
+    assert tree == {"a": {"x": 41, "y": -np.inf}, "b": 'x "y" z', "c": [1, {"k": 2}]}
+    assert parse_xml('<opencv_storage><s>"a &quot;b&quot; c"</s><q><_>1 2</_><_>3</_></q></opencv_storage>') == {
+        "s": 'a "b" c', "q": [[1, 2], 3]}
+
+
+def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
+    shape, keypoints, descriptors = orb_output
+    image_path = tmp_path / "img.png"
+    rng = np.random.default_rng(0)
+    cv2.imwrite(str(image_path), cv2.GaussianBlur((rng.random((90, 100)) * 255).astype(np.uint8), (5, 5), 2))
+    out = tmp_path / "f.txt"
+    assert main(["extract", str(image_path), "-o", str(out), "--format", "xml", "--keypoints", "20"]) == 0
+    assert out.read_text().startswith('<?xml version="1.0"?>')
+    assert main(["extract", str(image_path), "-o", str(tmp_path / "f.yml"), "--format", "json"]) == 2
+    bare = tmp_path / "bare.yml"
+    write_like_cv_write(bare, keypoints, descriptors)
+    assert main(["invert", str(bare), "-o", str(tmp_path / "o.png"), "--iterations", "2"]) == 2
+    assert main(["invert", str(bare), "-o", str(tmp_path / "o.png"), "--iterations", "2",
+                 "--descriptor", "orb", "--image-size", f"{shape[1]}x{shape[0]}"]) == 0
+    assert cv2.imread(str(tmp_path / "o.png"), cv2.IMREAD_UNCHANGED).shape == shape

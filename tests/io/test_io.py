@@ -1,0 +1,117 @@
+import cv2
+import numpy as np
+import pytest
+
+from lbdviewer import io
+from lbdviewer.io import files
+
+
+def test_formats_bit_depths_colour_and_alpha(tmp_path):
+    gray16 = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)
+    cv2.imwrite(str(tmp_path / "g16.png"), gray16)
+    np.testing.assert_allclose(io.load_image(tmp_path / "g16.png"), gray16 / 65535.0)
+    colour = np.zeros((4, 4, 3), np.uint8); colour[..., 2] = 255          # pure red (BGR)
+    for suffix in (".png", ".bmp", ".tif"):
+        cv2.imwrite(str(tmp_path / f"c{suffix}"), colour)
+        np.testing.assert_allclose(io.load_image(tmp_path / f"c{suffix}"), 0.299, atol=1e-9)
+    cv2.imwrite(str(tmp_path / "c.jpg"), np.full((8, 8, 3), 128, np.uint8))
+    assert abs(io.load_image(tmp_path / "c.jpg").mean() - 128 / 255) < 0.01
+    rgba = np.zeros((2, 2, 4), np.uint8); rgba[0, 0, 3] = 255             # one opaque black pixel
+    cv2.imwrite(str(tmp_path / "a.png"), rgba)
+    assert io.load_image(tmp_path / "a.png").tolist() == [[0.0, 1.0], [1.0, 1.0]]
+
+
+@pytest.mark.parametrize("content", [b"", b"not an image at all", b"\x89PNG\r\n\x1a\n broken"])
+def test_unreadable_files_raise_naming_the_file(tmp_path, content):
+    path = tmp_path / "bad.png"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="bad.png"):
+        io.load_image(path)
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        io.load_image(tmp_path / "missing.png")
+    with pytest.raises(ValueError, match="not a file"):
+        io.load_image(tmp_path)
+
+
+def test_atomic_writers_round_trip_and_leave_no_temporary(tmp_path):
+    image = np.linspace(0, 1, 12).reshape(3, 4)
+    io.save_png(tmp_path / "out.png", image)
+    np.testing.assert_allclose(io.load_image(tmp_path / "out.png"), image, atol=0.5 / 255)
+    io.save_json(tmp_path / "out.json", {"a": np.float32(0.5), "b": np.arange(2)})
+    assert (tmp_path / "out.json").read_text().count('"a": 0.5') == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.png"]
+    with pytest.raises(ValueError, match="folder"):
+        io.save_png(tmp_path / "nowhere" / "x.png", image)
+
+
+def test_samples_are_listed_and_load():
+    assert {"camera", "book-titles", "shapes"} <= set(io.sample_images())
+    assert io.sample_image("book-titles").shape == (384, 512)
+    with pytest.raises(ValueError, match="name"):
+        io.sample_image("lena")
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    from lbdviewer.io.images import save_png
+    from lbdviewer.io.strict_json import save_json
+
+    previous = os.umask(0o022)
+    try:
+        png = save_png(tmp_path / "a.png", np.zeros((4, 4)))
+        record = save_json(tmp_path / "a.json", {"k": np.float32(1.5)})
+    finally:
+        os.umask(previous)
+    for path in (png, record):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_uint8_rgb_is_written_as_is(tmp_path):
+    from lbdviewer.io.images import save_png
+
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3) * 7
+    path = save_png(tmp_path / "rgb.png", rgb)
+    assert np.array_equal(cv2.imread(str(path))[:, :, ::-1], rgb)
+
+
+def test_files_written_together_land_together_or_not_at_all(tmp_path, monkeypatch):
+    image, metrics = tmp_path / "out.png", tmp_path / "out.json"
+    io.atomic_write_all({image: b"new image", metrics: b"{}"})
+    assert image.read_bytes() == b"new image" and metrics.read_bytes() == b"{}"
+    real_replace, calls = files.os.replace, []
+
+    def replace_failing_on_the_metrics(source, target):
+        if str(target) == str(metrics) and not calls:  # the disk fills up after the image was placed
+            calls.append(target)
+            raise OSError(28, "No space left on device")
+        return real_replace(source, target)
+    monkeypatch.setattr(files.os, "replace", replace_failing_on_the_metrics)
+    with pytest.raises(OSError, match="No space left"):
+        io.atomic_write_all({image: b"newer image", metrics: b'{"new": 1}'})
+    monkeypatch.undo()
+    assert image.read_bytes() == b"new image" and metrics.read_bytes() == b"{}"  # the old pair is back
+    with pytest.raises(ValueError, match="does not exist"):
+        io.atomic_write_all({tmp_path / "fresh.png": b"x", tmp_path / "nodir" / "m.json": b"{}"})
+    with pytest.raises(ValueError, match="is a folder"):
+        io.atomic_write_all({tmp_path / "fresh.png": b"x", tmp_path: b"{}"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.png"]
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".jpg", b"\xff\xd8"), (".JPEG", b"\xff\xd8"),
+                                           (".tif", b"II*\x00"), (".bmp", b"BM")])
+def test_save_image_writes_the_format_its_name_says(tmp_path, suffix, magic):
+    path = io.save_image(tmp_path / f"x{suffix}", np.linspace(0, 1, 64).reshape(8, 8))
+    assert path.read_bytes()[:len(magic)] == magic
+    assert io.load_image(path).shape == (8, 8)
+
+
+def test_save_png_refuses_another_format_name(tmp_path):
+    with pytest.raises(ValueError, match="use save_image"):
+        io.save_png(tmp_path / "x.jpg", np.zeros((4, 4)))
+    assert not (tmp_path / "x.jpg").exists()

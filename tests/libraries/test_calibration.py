@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from lbdviewer.libraries.calibration.cache import (CacheWarning, CalibrationError, cache_dir, cache_key, cached_arrays,
+                                   calibrate_point_pairs, identify_pairs)
+
+
+def test_identify_pairs_exhaustive_and_candidates_agree():
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(400, 30))
+    truth = np.array([[3, 7], [12, 0], [29, 28], [5, 4]])
+    bits = values[:, truth[:, 0]] > values[:, truth[:, 1]]
+    assert identify_pairs(values, bits).tolist() == truth.tolist()
+    assert identify_pairs(values, bits, candidates=6).tolist() == truth.tolist()
+
+
+def test_identify_pairs_ties_follow_convention():
+    values = np.array([[1, 1], [2, 1], [0, 1], [1, 1], [3, 2]], dtype=float)
+    bits = (values[:, 0] >= values[:, 1])[:, None]
+    assert identify_pairs(values, bits, tie_positive=True).tolist() == [[0, 1]]
+    with pytest.raises(CalibrationError, match="bit 0"):
+        identify_pairs(values, bits, tie_positive=False)
+
+
+def test_identify_pairs_rejects_unexplained_bits():
+    rng = np.random.default_rng(2)
+    with pytest.raises(CalibrationError, match="no pair"):
+        identify_pairs(rng.normal(size=(300, 6)), rng.random((300, 1)) < 0.5)
+
+
+def test_calibrate_point_pairs_recovers_a_known_comparator():
+    table = np.array([[[2, -1], [-3, 0]], [[0, 3], [1, 1]]])
+
+    def describe(image, centers):
+        x, y = centers[:, 0:1], centers[:, 1:2]
+        a = image[y + table[:, 0, 1], x + table[:, 0, 0]]
+        b = image[y + table[:, 1, 1], x + table[:, 1, 0]]
+        return a > b
+
+    found = calibrate_point_pairs(describe, lambda im: im, radius=3, margin=4, n_images=1, size=40, step=2)
+    assert found.tolist() == table.tolist()
+
+
+def test_cache_roundtrip_uses_env_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LBDVIEWER_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"pairs": np.arange(6).reshape(3, 2)}
+
+    key = cache_key("toy", "1.0", ("n", 3))
+    first = cached_arrays(key, compute)
+    second = cached_arrays(key, compute)
+    assert cache_dir() == tmp_path and (tmp_path / f"{key}.npz").exists()
+    assert len(calls) == 1 and np.array_equal(first["pairs"], second["pairs"])
+    (tmp_path / f"{key}.npz").write_bytes(b"garbage")
+    with pytest.warns(CacheWarning, match="unreadable"):
+        assert np.array_equal(cached_arrays(key, compute)["pairs"], first["pairs"]) and len(calls) == 2

@@ -1,0 +1,61 @@
+import numpy as np
+import pytest
+
+from lbdviewer.reconstruction.sites import coarser_grid, coverage, fast_sites, grid_sites, sites_from_points
+
+
+def test_grid_offsets_of_the_paper_cover_every_pixel():
+    for offset, per_axis in [(32, 4), (16, 7), (8, 13), (1, 97)]:
+        sites = grid_sites((128, 128), patch_size=32, offset=offset)
+        assert len(sites) == per_axis**2
+        assert coverage((128, 128), sites, 32).min() >= 1
+
+
+def test_grid_adds_a_border_row_when_the_offset_does_not_divide():
+    sites = grid_sites((50, 32), patch_size=32, offset=16)
+    assert sites[:, 0].tolist() == [0, 16, 18]
+    assert sites[:, 1].tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("bad", [{"offset": 0}, {"offset": 2.5}, {"patch_size": 64}])
+def test_grid_rejects_bad_parameters(bad):
+    with pytest.raises(ValueError, match=next(iter(bad)) if "offset" in bad else "shape"):
+        grid_sites((40, 40), **{"patch_size": 32, "offset": 8, **bad})
+
+
+def test_points_centre_their_patches_and_border_points_are_dropped():
+    sites, kept = sites_from_points([[15.5, 15.5], [40.0, 10.0], [70.0, 30.0]], (48, 80), patch_size=32)
+    assert kept.tolist() == [True, False, False]
+    assert sites.tolist() == [[0, 0]]
+
+
+def test_fast_sites_lie_inside_and_centre_on_keypoints():
+    image = np.random.default_rng(3).random((64, 64))
+    sites, points = fast_sites(image, patch_size=16)
+    assert len(sites) > 0
+    assert sites.min() >= 0 and (sites + 16).max() <= 64
+    centre = sites[:, ::-1] + 7.5
+    assert np.abs(centre - points).max() <= 0.5
+
+
+def test_coverage_counts_overlaps_and_rejects_patches_outside():
+    counts = coverage((6, 6), [[0, 0], [2, 2]], 4)
+    assert counts[2:4, 2:4].tolist() == [[2, 2], [2, 2]]
+    assert counts[5, 0] == 0 and counts.sum() == 32
+    with pytest.raises(ValueError, match="inside"):
+        coverage((6, 6), [[4, 4]], 4)
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3, 5])
+def test_coarser_grid_is_sparse_and_covers_what_the_grid_covers(offset):
+    shape = (61, 75)
+    sites = grid_sites(shape, patch_size=16, offset=offset)
+    keep = coarser_grid(sites, spacing=8)
+    kept = sites[keep]
+    assert np.all(np.diff(np.unique(kept[:, 0]))[:-1] >= 8) and np.all(np.diff(np.unique(kept[:, 1]))[:-1] >= 8)
+    np.testing.assert_array_equal(coverage(shape, kept, 16) > 0, coverage(shape, sites, 16) > 0)
+
+
+def test_coarser_grid_leaves_sparse_grids_and_scattered_sites_alone():
+    assert coarser_grid(grid_sites((64, 64), patch_size=16, offset=8), spacing=8) is None
+    assert coarser_grid([[0, 0], [1, 5], [7, 2]], spacing=8) is None
