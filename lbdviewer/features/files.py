@@ -5,7 +5,7 @@ from __future__ import annotations
 from lbdviewer.features.filestorage.parser import format_of
 from lbdviewer.features.filestorage.reader import file_entries, read_entries, read_entry
 from lbdviewer.features.filestorage.writer import save as save_filestorage
-from lbdviewer.features.infer import AUTO, settle
+from lbdviewer.features.infer import AUTO, extent_shape, settle
 from lbdviewer.features.npz import load_npz, save_features_npz
 from lbdviewer.io.limits import check_pixels
 
@@ -50,14 +50,16 @@ def entry_summaries(path, *, max_pixels=None, max_keypoints=None):
     list of dict
         ``entry`` (None for a file of one image), ``keypoints``, ``bytes``
         (a descriptor), ``descriptor`` and ``image_size`` (``(height,
-        width)``), None where the file does not say.
+        width)``), None where the file does not say; ``extent``, the image
+        size the keypoints suggest (:func:`lbdviewer.features.infer.extent_shape`).
     """
     if not format_of(path):
         features = load_npz(path, max_pixels=max_pixels, max_keypoints=max_keypoints)
         return [{"entry": None, "keypoints": len(features.keypoints), "bytes": features.descriptors.shape[1],
-                 "descriptor": features.descriptor, "image_size": features.image_shape}]
+                 "descriptor": features.descriptor, "image_size": features.image_shape,
+                 "extent": extent_shape(features.keypoints)}]
     return [{"entry": found.name, "keypoints": len(found.keypoints), "bytes": found.descriptors.shape[1],
-             "descriptor": found.descriptor, "image_size": found.image_shape}
+             "descriptor": found.descriptor, "image_size": found.image_shape, "extent": extent_shape(found.keypoints)}
             for found in read_entries(path, max_pixels=max_pixels, max_keypoints=max_keypoints)]
 
 
