@@ -258,7 +258,8 @@ def file_entries(path, *, max_keypoints=None):
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = os.path.join(folder, "two.yml")
-    ...     _ = open(path, "w").write("a: {keypoints: [], descriptors: []}\\nb: {keypoints: [], descriptors: []}\\n")
+    ...     with open(path, "w") as handle:
+    ...         _ = handle.write("a: {keypoints: [], descriptors: []}\\nb: {keypoints: [], descriptors: []}\\n")
     ...     file_entries(path)
     ['a', 'b']
     """
