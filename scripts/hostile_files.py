@@ -10,6 +10,17 @@ Each file is small on disk but declares big work:
 * ``duplicates.npz``: 20000 ORB keypoints at one place, given to ``invert``;
 * ``npy-48gb.npz``: a member whose ``.npy`` header declares 48 GB, given to ``invert``.
 
+FileStorage, FIFO and calibration-cache cases (issue #24):
+
+* ``orb-10k.yml`` / ``orb-10k.json``: 10,000 ORB keypoints as ``extract`` writes them, listed (a whole
+  parse) with ``invert --list``; ``--timing`` also times both loads in this process (best of 5);
+* ``block-64mb.yml``, ``flow-64mb.yml``, ``flow-64mb.json``, ``text-64mb.xml``: 64 MB of keypoint
+  numbers (a block sequence of rows, one flow sequence, JSON, XML text), given to ``invert``;
+* ``over-64mb.yml``: one byte over the size limit; ``fifo.yml``, ``fifo.npz``: named pipes;
+* ``cache-*``: ``verify-model --descriptor beblid`` with its BEBLID cache entry replaced by a FIFO, a
+  symbolic link to one, a 3 GB zip bomb, TEBLID's entry, or its own rows permuted with the checksum
+  recomputed (each is recomputed with a one-line note); ``verify-model-all``: every descriptor.
+
 With ``--at-limits``, two files that declare exactly the default limits
 (allowed work) run too: a 12 M pixel texture through ``reconstruct`` (20
 iterations: memory does not depend on them) and 4000 ORB keypoints at one
@@ -142,11 +153,134 @@ def make_limit_files(folder):
     }
 
 
-def measure(argv, *, timeout=600):
+def write_repeated(path, head, line, size, tail=""):
+    """A file of ``head``, ``line`` repeated to ``size`` bytes, and ``tail``, written in blocks."""
+    block = line * max(1, (1 << 20) // len(line))
+    with open(path, "w") as handle:
+        handle.write(head)
+        written = len(head)
+        while written < size:
+            handle.write(block)
+            written += len(block)
+        handle.write(tail)
+
+
+def make_filestorage_files(folder):
+    """The FileStorage and FIFO cases of issue #24."""
+    from lbdviewer.features.files import save_features
+    from lbdviewer.features.keypoints import FeatureSet, Keypoints
+
+    folder = Path(folder)
+    rng = np.random.default_rng(0)
+    n = 10_000
+    octave = rng.integers(0, 8, n)
+    features = FeatureSet("orb", {"n_levels": 8}, (2000, 2000), Keypoints(
+        rng.uniform(40, 1960, n), rng.uniform(40, 1960, n), np.float32(31) * np.float32(1.2) ** octave,
+        rng.uniform(0, 360, n), octave, rng.uniform(0, 0.01, n)), rng.integers(0, 256, (n, 32), dtype=np.uint8),
+        256, "little")
+    for suffix in (".yml", ".json"):
+        save_features(folder / f"orb-10k{suffix}", features)
+    size = 64 * 2**20 - 4096
+    row = "   - [ 100., 100., 31., 0., 0., 0, -1 ]\n"
+    write_repeated(folder / "block-64mb.yml", "%YAML:1.0\n---\nkeypoints:\n", row, size, "descriptors: 0\n")
+    write_repeated(folder / "flow-64mb.yml", "%YAML:1.0\n---\nkeypoints: [ ", "100., 100., 31., 0., 0., 0, -1,\n",
+                   size, "0 ]\ndescriptors: 0\n")
+    write_repeated(folder / "flow-64mb.json", '{"keypoints": [', "100.0, 100.0, 31.0, 0.0, 0.0, 0, -1, ", size,
+                   '0], "descriptors": 0}')
+    write_repeated(folder / "text-64mb.xml", '<?xml version="1.0"?>\n<opencv_storage><keypoints>',
+                   "100. 100. 31. 0. 0. 0 -1\n", size, "</keypoints></opencv_storage>\n")
+    with open(folder / "over-64mb.yml", "wb") as handle:
+        handle.truncate(64 * 2**20 + 1)
+    for name in ("fifo.yml", "fifo.npz"):
+        os.mkfifo(folder / name)
+    out = str(folder / "out.png")
+    commands = {name: ["invert", str(folder / name), "-o", out]
+                for name in ("block-64mb.yml", "flow-64mb.yml", "flow-64mb.json", "text-64mb.xml", "over-64mb.yml",
+                             "fifo.yml", "fifo.npz")}
+    commands.update({name: ["invert", str(folder / name), "--list"] for name in ("orb-10k.yml", "orb-10k.json")})
+    return commands
+
+
+def _cache_entry(folder, flavour, bits=512):
+    import cv2
+
+    return folder / f"{flavour}-{cv2.__version__}-bits-{bits}-v2.npz"
+
+
+def make_cache_cases(folder, image):
+    """Copies of a warm calibration cache whose BEBLID entry is damaged, one per case: ``{name: (argv, env)}``."""
+    import shutil
+
+    from lbdviewer.features.npz import save_npz
+    from lbdviewer.libraries.calibration.cache import CHECKSUM_KEY, KEY_KEY, arrays_checksum
+
+    folder = Path(folder)
+    warm = folder / "cache-warm"
+    env = {**os.environ, "LBDVIEWER_CACHE_DIR": str(warm)}
+    for flavour in ("beblid", "teblid"):
+        subprocess.run([PYTHON, "-m", "lbdviewer", "verify-model", str(image), "--descriptor", flavour, "--quiet"],
+                       cwd=HERE, env=env, check=True, capture_output=True)
+
+    def fifo(path):
+        path.unlink()
+        os.mkfifo(path)
+
+    def link_to_fifo(path):
+        path.unlink()
+        os.mkfifo(path.with_name("pipe"))
+        path.symlink_to(path.with_name("pipe"))
+
+    def zip_bomb(path):
+        path.unlink()
+        rows = 3 * 1024 ** 3 // 40  # 3 GB of int64 boxes
+        block = np.zeros((1 << 16, 5), dtype=np.int64).tobytes()
+        write_npz(path, {}, raw={"boxes": (npy_header((rows, 5), "<i8"), (block for _ in range(rows >> 16)))})
+
+    def foreign(path):
+        shutil.copy(_cache_entry(path.parent, "teblid"), path)
+
+    def permuted(path):
+        with np.load(path) as data:
+            entry = {name: data[name] for name in data.files}
+        entry.pop(CHECKSUM_KEY)
+        order = np.random.default_rng(0).permutation(len(entry["boxes"]))
+        entry["boxes"], entry["thresholds"] = entry["boxes"][order], entry["thresholds"][order]
+        entry[CHECKSUM_KEY] = arrays_checksum(entry)
+        assert str(entry[KEY_KEY]).startswith("beblid")
+        save_npz(path, entry)
+
+    cases = {}
+    for name, damage in (("fifo", fifo), ("link-to-fifo", link_to_fifo), ("zip-bomb-3gb", zip_bomb),
+                         ("teblid-as-beblid", foreign), ("permuted-rows", permuted)):
+        copy = folder / f"cache-{name}"
+        shutil.copytree(warm, copy, symlinks=True)
+        damage(_cache_entry(copy, "beblid"))
+        cases[f"cache-{name}"] = (["verify-model", str(image), "--descriptor", "beblid", "--quiet"],
+                                  {**os.environ, "LBDVIEWER_CACHE_DIR": str(copy)})
+    cases["verify-model-all"] = (["verify-model", str(image), "--quiet"], env)
+    return cases
+
+
+def filestorage_timing(folder, repeats=5):
+    """Best-of-``repeats`` seconds to load the 10,000-keypoint YAML and JSON files, in this process."""
+    from lbdviewer.features.files import load_features
+
+    best = {}
+    for suffix in (".yml", ".json"):
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            load_features(Path(folder) / f"orb-10k{suffix}")
+            times.append(time.perf_counter() - started)
+        best[suffix] = min(times)
+    return best
+
+
+def measure(argv, *, timeout=600, env=None):
     """Exit status, seconds, peak RSS (MB), traceback seen, last stderr line of ``lbdviewer argv``."""
     started = time.perf_counter()
     process = subprocess.Popen([PYTHON, "-m", "lbdviewer", *argv], cwd=HERE, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=env)
     try:
         _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -164,26 +298,46 @@ def measure(argv, *, timeout=600):
 
 def main():
     if sys.argv[1:2] == ["--one"]:  # internal: measure one command in this fresh process
-        print(json.dumps(measure(sys.argv[2:])))
+        print(json.dumps(measure(sys.argv[2:], env=json.loads(os.environ.pop("HOSTILE_ENV", "null")))))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", metavar="DIR", help="make the files in DIR and keep them")
     parser.add_argument("--at-limits", action="store_true",
                         help="also run files that declare exactly the default limits (allowed work; minutes)")
+    parser.add_argument("--only", choices=("npz", "filestorage", "cache"), default=None,
+                        help="run one group of cases (default: all)")
+    parser.add_argument("--timing", action="store_true",
+                        help="also time the 10,000-keypoint YAML and JSON loads in this process")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(args.keep or scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        commands = make_files(folder)
+        commands = {}
+        if args.only in (None, "npz"):
+            commands.update(make_files(folder))
         if args.at_limits:
             commands.update(make_limit_files(folder))
-        print(f"{'file':16s} {'size':>9s} {'exit':>4s} {'seconds':>8s} {'peak MB':>8s} {'traceback':>9s}  message")
+        if args.only in (None, "filestorage"):
+            commands.update(make_filestorage_files(folder))
+        if args.only in (None, "cache"):
+            from lbdviewer.io.samples import sample_images
+
+            commands.update(make_cache_cases(folder, sample_images()["camera"]))
+        print(f"{'file':20s} {'size':>9s} {'exit':>4s} {'seconds':>8s} {'peak MB':>8s} {'traceback':>9s}  message")
         for name, argv in commands.items():
-            out = subprocess.run([PYTHON, __file__, "--one", *argv], capture_output=True, text=True, check=True)
+            argv, env = argv if isinstance(argv, tuple) else (argv, None)
+            child_env = {**os.environ, "HOSTILE_ENV": json.dumps(env)}
+            out = subprocess.run([PYTHON, __file__, "--one", *argv], capture_output=True, text=True, check=True,
+                                 env=child_env)
             code, seconds, peak, traceback, last = json.loads(out.stdout)
-            size = os.path.getsize(folder / name)
-            print(f"{name:16s} {size / 1024:7.0f}KB {code:4d} {seconds:8.1f} {peak:8.0f} {str(traceback):>9s}  "
+            path = folder / name
+            size = path.lstat().st_size if path.exists() and path.is_file() else 0
+            print(f"{name:20s} {size / 1024:7.0f}KB {code:4d} {seconds:8.1f} {peak:8.0f} {str(traceback):>9s}  "
                   f"{last[:150]}", flush=True)
+        if args.timing and args.only in (None, "filestorage"):
+            best = filestorage_timing(folder)
+            print(f"10,000 ORB keypoints: YAML {best['.yml']:.3f} s, JSON {best['.json']:.3f} s, "
+                  f"YAML/JSON {best['.yml'] / best['.json']:.2f}x (best of 5, this process)")
     return 0
 
 

@@ -40,7 +40,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask,
+from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask, feature_file_entries,
                                    is_feature_file, row_key, run_task)
 from lbdviewer.features.files import FEATURE_SUFFIXES
 from lbdviewer.io.files import atomic_write
@@ -108,7 +108,7 @@ def collect_inputs(paths):
 
 
 def plan_tasks(inputs, descriptors, **options):
-    """One task per image and descriptor, one per feature file (its descriptor is in the file).
+    """One task per image and descriptor, one per feature file (its descriptor is in the file) or entry of one.
 
     Parameters
     ----------
@@ -126,8 +126,11 @@ def plan_tasks(inputs, descriptors, **options):
     """
     tasks = []
     for path in inputs:
-        for descriptor in ([FROM_FILE] if is_feature_file(path) else descriptors):
-            tasks.append(AuditTask(path, descriptor, **options))
+        if is_feature_file(path):  # one task per image the file holds
+            tasks += [AuditTask(path, FROM_FILE, entry=entry, **options)
+                      for entry in feature_file_entries(path, max_keypoints=options.get("max_keypoints"))]
+            continue
+        tasks += [AuditTask(path, descriptor, **options) for descriptor in descriptors]
     return tasks
 
 
@@ -256,7 +259,7 @@ def iter_audit(tasks, folder, *, workers=None, scheduler=None):
 
 def _error_row(task, status):
     row = dict.fromkeys(COLUMNS)
-    row.update(input=task.input, descriptor=task.descriptor, status=status, mode=task.mode,
+    row.update(input=task.label, descriptor=task.descriptor, status=status, mode=task.mode,
                iterations=task.iterations)
     return row, {}
 

@@ -9,8 +9,10 @@ For an **image** the task extracts the descriptor with the real library
 (:func:`lbdviewer.features.extract.extract_features`), forgets the image,
 inverts the feature set alone (:func:`lbdviewer.features.invert.invert_features`)
 and compares the reconstruction with the image. For a **feature file**
-(``.npz``) it inverts the file and compares with a reference image found
-beside it (same stem, an image suffix), if there is one.
+(``.npz`` or OpenCV FileStorage) it inverts the file and compares with a
+reference image found beside it (same stem, an image suffix), if there is
+one. A FileStorage file holding several images makes one task, and one row,
+per entry: its ``input`` is ``PATH#ENTRY`` (:func:`feature_file_entries`).
 
 Every metric is computed over the pixels some keypoint's patch covers:
 Pearson correlation (gain and offset free), Spearman rank correlation
@@ -44,7 +46,7 @@ import numba
 import numpy as np
 
 from lbdviewer.features.extract import extract_features
-from lbdviewer.features.files import FEATURE_SUFFIXES, load_features
+from lbdviewer.features.files import FEATURE_SUFFIXES, feature_entries, load_features
 from lbdviewer.evaluation.display import display_stretch
 from lbdviewer.features.invert import iter_invert_features
 from lbdviewer.io.images import load_image, to_uint8
@@ -56,6 +58,8 @@ from lbdviewer.evaluation.ocr import ocr_text, text_similarity
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 #: ``descriptor`` of a task on a feature file: the file names its own descriptor.
 FROM_FILE = "*"
+#: Between a feature file's path and the entry in a row's ``input``.
+ENTRY_MARK = "#"
 #: Longest side of the thumbnails a task returns (pixels).
 THUMBNAIL_SIDE = 256
 #: The columns of a result row, in the order ``results.csv`` stores them.
@@ -90,6 +94,8 @@ class AuditTask:
     max_pixels, max_keypoints : int or None
         Resource limits of image and feature-file loading (None: the worker's
         :mod:`lbdviewer.io.limits` defaults).
+    entry : str or None
+        The image of a feature file that holds several (None: the file's only one).
     """
 
     input: str
@@ -102,11 +108,17 @@ class AuditTask:
     threads: int | None = None
     max_pixels: int | None = None
     max_keypoints: int | None = None
+    entry: str | None = None
+
+    @property
+    def label(self):
+        """The row's ``input``: the path, with ``#ENTRY`` for one image of a feature file of several."""
+        return self.input if self.entry is None else f"{self.input}{ENTRY_MARK}{self.entry}"
 
     @property
     def key(self):
         """``(input, descriptor)``: what identifies the task's row in a report."""
-        return (self.input, self.descriptor)
+        return (self.label, self.descriptor)
 
 
 def is_feature_file(path):
@@ -120,6 +132,35 @@ def is_feature_file(path):
     return Path(path).suffix.lower() in FEATURE_SUFFIXES
 
 
+def feature_file_entries(path, *, max_keypoints=None):
+    """The entries a feature file makes tasks of: its image names, or ``[None]`` for a file of one image.
+
+    A file that cannot be read makes one task (its row says why).
+
+    Examples
+    --------
+    >>> feature_file_entries("/nonexistent.yml")
+    [None]
+    """
+    try:
+        entries = feature_entries(path, max_keypoints=max_keypoints)
+    except ValueError:
+        return [None]
+    return entries if len(entries) > 1 else [None]
+
+
+def input_path(label):
+    """The file of a row's ``input`` (``PATH#ENTRY`` for one image of a feature file).
+
+    Examples
+    --------
+    >>> input_path("/x/a.yml#frame_1"), input_path("/x/b#c.png")
+    ('/x/a.yml', '/x/b#c.png')
+    """
+    path, mark, _ = label.rpartition(ENTRY_MARK)
+    return path if mark and not is_feature_file(label) and is_feature_file(path) else label
+
+
 def row_key(row):
     """The task key ``(input, descriptor)`` a result row answers.
 
@@ -131,7 +172,7 @@ def row_key(row):
     >>> row_key({"input": "/x/a.npz", "descriptor": "orb"}), row_key({"input": "/x/a.png", "descriptor": "orb"})
     (('/x/a.npz', '*'), ('/x/a.png', 'orb'))
     """
-    return (row["input"], FROM_FILE if is_feature_file(row["input"]) else row["descriptor"])
+    return (row["input"], FROM_FILE if is_feature_file(input_path(row["input"])) else row["descriptor"])
 
 
 def worker_name():
@@ -173,7 +214,7 @@ def run_task(task):
     """
     started = time.perf_counter()
     row = dict.fromkeys(COLUMNS)
-    row.update(input=task.input, descriptor=task.descriptor, mode=task.mode, iterations=task.iterations,
+    row.update(input=task.label, descriptor=task.descriptor, mode=task.mode, iterations=task.iterations,
                worker=worker_name())
     thumbnails = {}
     try:
@@ -194,7 +235,8 @@ def run_task(task):
 
 def _audit(task, row, thumbnails, started):
     if is_feature_file(task.input):
-        features = load_features(task.input, max_pixels=task.max_pixels, max_keypoints=task.max_keypoints)
+        features = load_features(task.input, max_pixels=task.max_pixels, max_keypoints=task.max_keypoints,
+                                 entry=task.entry)
         row["descriptor"] = features.descriptor
         reference_path = reference_beside(task.input)
         original = None if reference_path is None else load_image(reference_path, max_pixels=task.max_pixels)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from lbdviewer.bits import pack_bits
 from lbdviewer.features.keypoints import FeatureSet
 from lbdviewer.libraries.registry import get_model
@@ -25,7 +27,8 @@ def extract_features(image, descriptor, *, n_keypoints=500, name="image"):
     descriptor : str
         One of :data:`lbdviewer.libraries.registry.DESCRIPTORS`.
     n_keypoints : int
-        Keypoints to detect.
+        Most keypoints to describe (the detector's extra ties at its cut are
+        dropped, weakest response first).
     name : str
         How error messages name the image.
 
@@ -51,7 +54,11 @@ def extract_features(image, descriptor, *, n_keypoints=500, name="image"):
         raise ValueError(f"{name} is {image.shape[1]} x {image.shape[0]} pixels; the detector needs at least "
                          f"{MIN_SIDE} x {MIN_SIDE}")
     model = get_model(descriptor)
-    result = model.run_library(image, model.detect(image, n_keypoints=n_keypoints))
+    keypoints = model.detect(image, n_keypoints=n_keypoints)
+    if len(keypoints) > n_keypoints:  # OpenCV's ORB keeps ties at its cut: at most n_keypoints leave here
+        strongest = np.argsort(-keypoints.response, kind="stable")[:n_keypoints]
+        keypoints = keypoints.take(np.sort(strongest))
+    result = model.run_library(image, keypoints)
     return FeatureSet(
         descriptor=descriptor, params={**model.params(), "library": model.library_version()},
         image_shape=image.shape, keypoints=result.keypoints,

@@ -6,7 +6,7 @@ A :class:`FeatureSet` is what a feature file holds (:mod:`lbdviewer.features.npz
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -110,6 +110,11 @@ class Keypoints:
 class FeatureSet:
     """What a feature file holds: keypoints, packed descriptors and context.
 
+    ``provenance`` says how what the file did not give was settled (the
+    entry read, where the image size came from, how the descriptor was
+    chosen and with what margin, notes for the user); empty for a file that
+    says everything. It is not part of the file's content.
+
     Examples
     --------
     >>> fs = FeatureSet("orb", {}, (64, 64), Keypoints([32.0], [32.0]), np.zeros((1, 32), np.uint8), 256, "little")
@@ -124,6 +129,7 @@ class FeatureSet:
     descriptors: np.ndarray
     n_bits: int
     bitorder: str
+    provenance: dict = field(default_factory=dict)
 
     def __post_init__(self):
         validate(self)

@@ -38,7 +38,7 @@ import numpy as np
 
 from lbdviewer.features.keypoints import FORMAT, KEYPOINT_COLUMNS, VERSION, FeatureSet, Keypoints, validate
 from lbdviewer.io import limits
-from lbdviewer.io.files import atomic_write
+from lbdviewer.io.files import atomic_write, open_regular
 from lbdviewer.io.limits import check_keypoints, check_pixels
 
 __all__ = ["MAX_DESCRIPTOR_BYTES", "check_archive", "load_npz", "save_features_npz", "save_npz"]
@@ -205,18 +205,15 @@ def load_npz(path, *, max_pixels=None, max_keypoints=None):
     Raises
     ------
     ValueError
-        For a truncated or non-npz file, a pickled payload, a wrong format or
+        For a file that is not a regular file (a FIFO, a device or a folder is refused before it is
+        opened), a truncated or non-npz file, a pickled payload, a wrong format or
         version, an unknown descriptor, wrong shapes or dtypes, NaN keypoint
         values or keypoints outside the image.
     lbdviewer.io.limits.ResourceLimitError
         When the file declares more pixels or keypoints than the limits.
     """
     name = os.fspath(path)
-    try:
-        handle = open(name, "rb")
-    except OSError as error:
-        raise ValueError(f"cannot read feature file {name!r}: {error}") from error
-    with handle:
+    with open_regular(name, "feature file") as handle:
         check_archive(handle, name, max_keypoints=max_keypoints)
         handle.seek(0)
         try:

@@ -95,7 +95,7 @@ def textured_position(image, patch_size):
     return int(col * patch_size), int(row * patch_size)
 
 
-def load_file(path, kind="image", *, patch_size=32):
+def load_file(path, kind="image", *, patch_size=32, feature_options=None):
     """Read an image (``kind="image"``) or a feature file (``"features"``); yield one :class:`LoadedFile`.
 
     A generator so that the worker layer can run it off the GUI thread; the
@@ -104,7 +104,9 @@ def load_file(path, kind="image", *, patch_size=32):
     names the environment variable that raises it, the one way the app
     reads (:meth:`lbdviewer.io.limits.ResourceLimitError.app_message`).
     Everything that scales with the image (decoding, hashing, finding the
-    first patch) happens here.
+    first patch) happens here. ``feature_options`` are those of
+    :func:`lbdviewer.features.files.load_features` (entry, descriptor,
+    image size: what :mod:`lbdviewer.gui.feature_choice` asked).
     """
     try:
         if kind == "image":
@@ -114,7 +116,7 @@ def load_file(path, kind="image", *, patch_size=32):
         elif kind == "features":
             from lbdviewer.features.files import load_features
 
-            content, start, preview = load_features(path), None, None
+            content, start, preview = load_features(path, **(feature_options or {})), None, None
         else:
             raise ValueError(f"kind must be 'image' or 'features', got {kind!r}")
     except ResourceLimitError as error:

@@ -351,9 +351,20 @@ class MainWindow(QMainWindow):
         says why (``load_failed``) and the current document stays.
         """
         kind = "features" if str(path).lower().endswith(FEATURE_SUFFIXES) else "image"
+        options = None
+        if kind == "features":  # what the file leaves open (image, descriptor, size) is asked, not flagged
+            from lbdviewer.gui.feature_choice import feature_options
+
+            try:
+                options = feature_options(self, path)
+            except ValueError as error:
+                return self._on_load_failed(str(error))
+            if options is None:
+                return None
         self._reopening = None
         self.show_status(f"Opening {path}…", 0)
-        self.loader.start(jobs.load_file(path, kind, patch_size=self.parameters.patch_size))
+        self.loader.start(jobs.load_file(path, kind, patch_size=self.parameters.patch_size,
+                                         feature_options=options))
 
     def load_sample(self, name):
         self._reopening = None

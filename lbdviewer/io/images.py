@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from lbdviewer.io import limits
-from lbdviewer.io.files import atomic_write
+from lbdviewer.io.files import atomic_write, read_regular
 from lbdviewer.io.limits import check_pixels, image_header_size
 
 _GRAY_WEIGHTS = np.array([0.114, 0.587, 0.299])  # B, G, R as OpenCV stores them
@@ -98,7 +98,8 @@ def load_image(path, *, max_pixels=None):
     Raises
     ------
     ValueError
-        If the file does not exist, is not a file, or cannot be decoded; the
+        If the file does not exist, is not a regular file (a FIFO, a device or a folder is refused
+        before it is opened), or cannot be decoded; the
         message names the file and the reason.
     lbdviewer.io.limits.ResourceLimitError
         If the header declares more pixels than ``max_pixels``.
@@ -114,9 +115,7 @@ def load_image(path, *, max_pixels=None):
     path = Path(path)
     if not path.exists():
         raise ValueError(f"image file {str(path)!r} does not exist")
-    if not path.is_file():
-        raise ValueError(f"image file {str(path)!r} is not a file")
-    data = np.fromfile(path, dtype=np.uint8)
+    data = np.frombuffer(read_regular(path, "image file"), dtype=np.uint8)
     if data.size == 0:
         raise ValueError(f"image file {str(path)!r} is empty")
     header = image_header_size(data.tobytes())

@@ -123,8 +123,28 @@ def weak_learners(flavour, n_bits):
                 "theta_low": theta_low, "theta_high": theta_high, "calibration_errors": errors}
 
     key = cache_key(flavour, cv2.__version__, ("bits", n_bits), CALIBRATION_VERSION)
-    table = cached_arrays(key, compute)
+    table = cached_arrays(key, compute, probe=_probe(flavour, n_bits, describe_at(1)))
     return table["boxes"].astype(np.int64), table["thresholds"].astype(np.float64)
+
+
+def _probe(flavour, n_bits, describe, *, size=100, step=7, rng=20261126):
+    """The probe of a weak-learner table (see the calibration cache): the library's bits and the table's.
+
+    Both describe a fixed noise image at a grid of keypoints of size 32 (clear of the border band where
+    the library clips its boxes); the table predicts with :meth:`Model.model_bits`.
+    """
+    image = np.random.default_rng(rng).integers(0, 256, (size, size), dtype=np.uint8)
+    grid = np.arange(HALF + 14, size - HALF - 14, step)
+    xs, ys = (g.ravel() for g in np.meshgrid(grid, grid))
+    centers = np.stack([xs, ys], axis=1)
+
+    def probe(arrays):
+        model = (Model if flavour == "beblid" else TeblidModel)(n_bits=n_bits)
+        model._table = (np.asarray(arrays["boxes"], dtype=np.int64), np.asarray(arrays["thresholds"], np.float64))
+        keypoints = Keypoints(xs.astype(np.float64), ys.astype(np.float64), np.full(len(xs), float(PATCH)))
+        return describe(image, centers), model.model_bits(image, keypoints) > 0
+
+    return probe
 
 
 class Model(LibraryModel):

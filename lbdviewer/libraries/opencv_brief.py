@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer._validation import check_choice
-from lbdviewer.libraries.calibration.cache import cache_key, cached_arrays, calibrate_point_pairs, point_pair_probe
+from lbdviewer.libraries.calibration.cache import cache_key, cached_point_pairs
 from lbdviewer.features.keypoints import Keypoints
 from lbdviewer.libraries.base import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
                                       pair_pattern)
@@ -64,14 +64,9 @@ def brief_offset_pairs(*, n_bytes=32):
             raise RuntimeError(f"BRIEF dropped {len(centers) - len(index)} calibration keypoints")
         return bits > 0
 
-    def compute():
-        table = calibrate_point_pairs(describe, smoothed_sums, radius=REACH, margin=margin, n_images=2, size=200,
-                                      step=2, rng=1, candidates=16)
-        return {"pairs": table}
-
     key = cache_key("opencv-brief", cv2.__version__, ("bytes", n_bytes))
-    probe = point_pair_probe(describe, smoothed_sums, margin=margin)
-    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
+    return cached_point_pairs(key, describe, smoothed_sums, margin=margin, radius=REACH, n_images=2, size=200,
+                              step=2, rng=1, candidates=16)
 
 
 class Model(LibraryModel):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lbdviewer.libraries.calibration.cache import cache_key, cached_arrays, calibrate_point_pairs, point_pair_probe
+from lbdviewer.libraries.calibration.cache import cache_key, cached_point_pairs
 from lbdviewer.features.keypoints import Keypoints
 from lbdviewer.libraries.base import (KeypointPattern, LibraryModel, compare_offsets, gray_uint8, opencv_describe,
                                       pair_pattern)
@@ -79,13 +79,8 @@ def orb_point_pairs(*, patch_size=31):
             raise RuntimeError(f"ORB dropped {len(centers) - len(index)} calibration keypoints")
         return bits > 0
 
-    def compute():
-        table = calibrate_point_pairs(describe, blur, radius=half + 1, margin=margin, n_images=2, rng=0)
-        return {"pairs": table}
-
     key = cache_key("orb", cv2.__version__, ("patch_size", patch_size))
-    probe = point_pair_probe(describe, blur, margin=margin)
-    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
+    return cached_point_pairs(key, describe, blur, margin=margin, radius=half + 1, n_images=2, rng=0)
 
 
 def _round(values):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer._validation import check_choice
-from lbdviewer.libraries.calibration.cache import cache_key, cached_arrays, calibrate_point_pairs, point_pair_probe
+from lbdviewer.libraries.calibration.cache import cache_key, cached_point_pairs
 from lbdviewer.libraries.base import KeypointPattern, LibraryModel, compare_offsets, pair_pattern
 
 MODES = ("normal", "uniform")
@@ -58,14 +58,9 @@ def skimage_offset_pairs(params):
     def smoothed(image):
         return smooth(image / 255.0, params["sigma"])
 
-    def compute():
-        table = calibrate_point_pairs(describe, smoothed, radius=reach, margin=reach + 2, n_images=2, size=160,
-                                      step=2, rng=2)
-        return {"pairs": table}
-
     key = cache_key("skimage-brief", skimage.__version__, *sorted(params.items()))
-    probe = point_pair_probe(describe, smoothed, margin=reach + 2)
-    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
+    return cached_point_pairs(key, describe, smoothed, margin=reach + 2, radius=reach, n_images=2, size=160,
+                              step=2, rng=2)
 
 
 class Model(LibraryModel):

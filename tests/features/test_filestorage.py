@@ -7,7 +7,8 @@ import pytest
 from lbdviewer.cli.main import main
 from lbdviewer.features.keypoints import FeatureSet, Keypoints
 from lbdviewer.features.files import load_features, save_features
-from lbdviewer.features.filestorage.parser import parse_xml, parse_yaml
+from lbdviewer.features.filestorage.parser import default_budget, parse_yaml
+from lbdviewer.features.filestorage.xml_stream import parse_xml
 
 SUFFIXES = (".yml", ".xml", ".json")
 
@@ -53,19 +54,21 @@ def test_files_written_by_cv2_filestorage_load(tmp_path, orb_output, suffix):
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
-def test_descriptor_and_size_come_from_the_file_or_a_clear_error(tmp_path, orb_output, suffix):
+def test_what_the_file_says_wins_and_a_contradicting_option_is_refused(tmp_path, orb_output, suffix):
     shape, keypoints, descriptors = orb_output
-    bare, named = tmp_path / f"bare{suffix}", tmp_path / f"named{suffix}"
-    write_like_cv_write(bare, keypoints, descriptors)
+    named = tmp_path / f"named{suffix}"
     write_like_cv_write(named, keypoints, descriptors, descriptor="orb", image_width=shape[1],
                         image_height=shape[0])
-    assert load_features(named).image_shape == shape
-    with pytest.raises(ValueError, match="--descriptor"):
-        load_features(bare, image_shape=shape)
-    with pytest.raises(ValueError, match="--image-size"):
-        load_features(bare, descriptor="orb")
+    features = load_features(named)
+    assert features.image_shape == shape and features.provenance["image_size"] == "file"
+    assert features.provenance["descriptor"]["method"] == "file" and features.provenance["notes"] == []
+    assert load_features(named, descriptor="orb", image_shape=shape).image_shape == shape  # agreeing: fine
     with pytest.raises(ValueError, match="holds orb descriptors, not 'opencv-brief'"):
         load_features(named, descriptor="opencv-brief")
+    with pytest.raises(ValueError, match=r"gives the image size 160x120, not 100x90 as given \(--image-size\)"):
+        load_features(named, image_shape=(90, 100))
+    with pytest.raises(ValueError, match="holds one image's features: --entry 'a' does not apply"):
+        load_features(named, entry="a")
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
@@ -136,12 +139,12 @@ def _orb_yaml(rows=1, cols=32, dt="u", data=None, keypoints="[ 20., 30., 31., 45
     (_orb_yaml(dt="x"), "dt 'x' is not a one-channel OpenCV type"),
     (_orb_yaml(dt="3u"), "dt '3u' is not a one-channel OpenCV type"),
     (_orb_yaml(dt="f"), r"binary descriptors are bytes \(dt 'u'\)"),
-    (_orb_yaml(rows=10**9, data="7"), "declares 1,000,000,000 keypoints, more than the limit of"),
+    (_orb_yaml(rows=10**9, data="7"), "declares 1,000,000,000 x 32 values, more than the 10,240,000"),
     (_orb_yaml(cols=10**6, data="7"), r"cols must be an integer in \[0, 1024\], got 1000000"),
     (_orb_yaml(data=", ".join(["300"] * 32)), "do not fit dt 'u'"),
     (_orb_yaml(keypoints="[ 20., 30., 31., 45.5, 0., 0 ]"), "holds 6 numbers, not a multiple of 7"),
     (_orb_yaml(rows=2, data=", ".join(["7"] * 64)), "holds 1 keypoints but 2 descriptor rows"),
-    (_orb_yaml().replace("keypoints", "kps"), "has no 'keypoints' node"),
+    (_orb_yaml().replace("keypoints", "kps"), "holds no features: no 'keypoints' and 'descriptors' nodes"),
     (_orb_yaml().replace("[ 20.", "&a [ 20."), "anchors and aliases are refused"),
     (_orb_yaml().replace("!!opencv-matrix", "!!binary"), "base64"),
     (_orb_yaml().replace("descriptor: orb", "descriptor: surf"), "unknown descriptor 'surf'"),
@@ -185,15 +188,18 @@ def test_json_duplicate_keys_and_non_mapping_are_refused(tmp_path):
     with pytest.raises(ValueError, match="duplicate key 'descriptor'"):
         load_features(path)
     path.write_text("[1, 2]")
-    with pytest.raises(ValueError, match="must hold a mapping at the top"):
+    with pytest.raises(ValueError, match="the top must be a mapping"):
         load_features(path)
 
 
 def test_parsers_read_opencv_scalars_flow_maps_and_strings():
-    tree = parse_yaml('%YAML 1.2\n---\na: { x:41, "y": -.Inf }\nb: "x \\"y\\" z"\nc:\n   - 1\n   - k: 2\n')
-    assert tree == {"a": {"x": 41, "y": -np.inf}, "b": 'x "y" z', "c": [1, {"k": 2}]}
-    assert parse_xml('<opencv_storage><s>"a &quot;b&quot; c"</s><q><_>1 2</_><_>3</_></q></opencv_storage>') == {
-        "s": 'a "b" c', "q": [[1, 2], 3]}
+    tree = parse_yaml('\ufeff%YAML 1.2\n---\na: { x: 41, "y": -.Inf }\nb: "x \\"y\\" z"\nc:\n   - 1\n   - k: 2\n')
+    assert tree == {"a": {"x": 41, "y": -np.inf}, "b": 'x "y" z', "c": [1, {"k": 2}]}  # a BOM, as in XML
+    xml = b'\xef\xbb\xbf<opencv_storage><s>"a &quot;b&quot; c"</s><q><_>1 2</_><_>3</_></q></opencv_storage>'
+    tree = parse_xml(xml, default_budget())
+    assert tree["s"] == 'a "b" c' and tree["q"][0].tolist() == [1, 2] and tree["q"][1] == 3
+    rows = parse_yaml("kp:\n  - [ 1., 2 ]\n  - [ 3, 4.5 ]\n")["kp"]
+    assert rows.shape == (2, 2) and rows.dtype == np.float64  # rows of numbers: one array, not objects
 
 
 def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
@@ -207,7 +213,6 @@ def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
     assert main(["extract", str(image_path), "-o", str(tmp_path / "f.yml"), "--format", "json"]) == 2
     bare = tmp_path / "bare.yml"
     write_like_cv_write(bare, keypoints, descriptors)
-    assert main(["invert", str(bare), "-o", str(tmp_path / "o.png"), "--iterations", "2"]) == 2
     assert main(["invert", str(bare), "-o", str(tmp_path / "o.png"), "--iterations", "2",
                  "--descriptor", "orb", "--image-size", f"{shape[1]}x{shape[0]}"]) == 0
     assert cv2.imread(str(tmp_path / "o.png"), cv2.IMREAD_UNCHANGED).shape == shape

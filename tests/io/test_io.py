@@ -32,7 +32,7 @@ def test_unreadable_files_raise_naming_the_file(tmp_path, content):
 def test_missing_file_and_folder(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         io.load_image(tmp_path / "missing.png")
-    with pytest.raises(ValueError, match="not a file"):
+    with pytest.raises(ValueError, match="is a folder, not a regular file"):
         io.load_image(tmp_path)
 
 

@@ -6,6 +6,9 @@ probe of :func:`lbdviewer.libraries.calibration.cache.point_pair_probe` catches 
 whose table no longer predicts those bits.
 """
 
+import os
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -80,13 +83,48 @@ def _empty_file(path):
     path.write_bytes(b"")
 
 
+def _foreign(path):
+    """A good entry of another key (another descriptor or parameters) copied under this one's name."""
+    entry = _entry(path)
+    entry.pop(calibration.CHECKSUM_KEY)
+    entry[calibration.KEY_KEY] = np.array("toy-2.0")
+    entry[calibration.CHECKSUM_KEY] = calibration.arrays_checksum(entry)
+    save_npz(path, entry)
+
+
+def _fifo(path):
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _link_to_fifo(path):
+    path.unlink()
+    os.mkfifo(path.with_name("pipe"))
+    path.symlink_to(path.with_name("pipe"))
+
+
+def _zip_bomb(path):
+    """A small file whose member declares far more than an entry holds (inflating it is never tried)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("pairs.npy", b"\0" * (calibration.MAX_ENTRY_BYTES + 1))
+
+
+def _oversized(path):
+    path.write_bytes(b"\0" * (calibration.MAX_ENTRY_BYTES + 1))
+
+
 DAMAGE = {
     "truncated": (_truncate, "unreadable"),
     "bit-flipped": (_flip_a_bit, "unreadable|checksum"),  # the zip's CRC or our checksum
     "permuted-pairs": (_permute_with_valid_checksum, "predicts"),
-    "old-format-wrong": (_old_format_permuted, "older lbdviewer"),
+    "old-format-wrong": (_old_format_permuted, "predicts"),
     "recorded-for-other-library": (_other_library_probe, "other library bits"),
     "empty": (_empty_file, "unreadable"),
+    "foreign": (_foreign, "holds the calibration of 'toy-2.0', not of 'toy-1.0'"),
+    "fifo": (_fifo, "FIFO"),
+    "link-to-fifo": (_link_to_fifo, "FIFO"),
+    "zip-bomb": (_zip_bomb, "declares 1 members of"),
+    "oversized": (_oversized, "bytes, more than"),
 }
 
 
@@ -108,6 +146,41 @@ def test_good_entry_of_the_old_format_is_upgraded_silently(cache):
     save_npz(path, {"pairs": _entry(path)["pairs"]})
     assert np.array_equal(get(), TRUE_PAIRS) and len(calls) == 1
     assert calibration.CHECKSUM_KEY in _entry(path) and calibration.PROBE_KEY in _entry(path)
+    assert str(_entry(path)[calibration.KEY_KEY]) == "toy-1.0"  # bound to its key from now on
+
+
+@pytest.fixture(scope="module")
+def blid_tables():
+    from lbdviewer.libraries import blid
+
+    return {flavour: dict(zip(("boxes", "thresholds"), blid.weak_learners(flavour, 256))) for flavour in blid.FLAVOURS}
+
+
+@pytest.mark.parametrize("flavour, other", [("beblid", "teblid"), ("teblid", "beblid")])
+def test_blid_probe_refuses_the_other_table_and_permuted_rows(blid_tables, flavour, other):
+    from lbdviewer.libraries import blid
+
+    probe = blid._probe(flavour, 256, _blid_describe(flavour))
+    library, predicted = probe(blid_tables[flavour])
+    assert np.array_equal(library, predicted)  # the right table predicts every bit of the probe
+    library, predicted = probe(blid_tables[other])  # TEBLID's entry under BEBLID's name, and back
+    assert np.mean(library == predicted) < 0.8
+    order = np.random.default_rng(0).permutation(256)
+    permuted = {name: value[order] for name, value in blid_tables[flavour].items()}
+    library, predicted = probe(permuted)
+    assert np.mean(library == predicted) < 0.8
+
+
+def _blid_describe(flavour):
+    from lbdviewer.features.keypoints import Keypoints
+    from lbdviewer.libraries import blid
+    from lbdviewer.libraries.base import opencv_describe
+
+    def describe(image, centers):
+        kps = Keypoints(centers[:, 0], centers[:, 1], np.full(len(centers), float(blid.PATCH)))
+        _, bits, _ = opencv_describe(blid._create(flavour, 1.0, 256), image, kps, n_bits=256, bitorder="big")
+        return bits > 0
+    return describe
 
 
 def test_good_entry_is_read_back_without_recomputing(cache):

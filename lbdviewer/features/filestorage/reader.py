@@ -1,68 +1,83 @@
-"""Read keypoints and descriptors from OpenCV's ``cv::FileStorage`` files (YAML, XML, JSON).
+"""Read keypoints and descriptors from OpenCV's ``cv::FileStorage`` files (YAML, XML, JSON), one image or several.
 
-Programs built on OpenCV save features with ``cv::FileStorage``: ``cv::write``
-stores a ``std::vector<cv::KeyPoint>`` as one flat sequence of seven numbers
-per keypoint, ``x, y, size, angle, response, octave, class_id``, and the
-descriptor ``cv::Mat`` as an ``opencv-matrix`` with ``rows``, ``cols``,
-``dt`` (``u`` for 8-bit unsigned) and the row-major ``data``::
+Programs built on OpenCV save features with ``cv::FileStorage``. OpenCV 4's
+C++ API (``fs << "keypoints" << kps``) stores a ``std::vector<cv::KeyPoint>``
+as a sequence of seven-number sequences, ``x, y, size, angle, response,
+octave, class_id``; older code (``cv::write``) and lbdviewer store one flat
+sequence of seven numbers a keypoint; both are read. The descriptor
+``cv::Mat`` is an ``opencv-matrix`` with ``rows``, ``cols``, ``dt`` (``u``
+for 8-bit unsigned) and the row-major ``data``::
 
     %YAML:1.0
     ---
-    keypoints: [ 68., 84., 31., 98.50, 2.29e-03, 0, -1 ]
+    image_size: [ 640, 480 ]
+    keypoints:
+       - [ 68., 84., 31., 98.50, 2.29e-03, 0, -1 ]
     descriptors: !!opencv-matrix
        rows: 1
        cols: 32
        dt: u
        data: [ 18, 211, 231, ... ]
 
-The top-level nodes ``keypoints`` and ``descriptors`` are read (a sequence of
-seven-number sequences is accepted for ``keypoints`` too). What OpenCV does
-not store comes from the optional top-level nodes lbdviewer writes
-(``descriptor``, ``image_width``, ``image_height``, ``n_bits``, ``bitorder``,
-``params`` as a JSON string), otherwise from the caller (``--descriptor``,
-``--image-size``); the bit count and order are then the descriptor model's.
+**Entries.** A file holds one image's features (``keypoints`` and
+``descriptors`` at the top) or several: a mapping of per-image nodes
+(``frame_1: {keypoints, descriptors}``, the entry is called ``frame_1``) or a
+sequence of them (``frames: [{...}, {...}]``, entries ``frames/0``,
+``frames/1``). :func:`file_entries` lists them; :func:`read_entry` reads one.
 
-The parsers (:mod:`lbdviewer.features.filestorage.parser`) are our own, for the subset
-OpenCV writes: no pickle, no ``eval``, no YAML anchors or aliases, no XML
-entities. Sizes are checked before anything is allocated: the file
-(:data:`~lbdviewer.features.filestorage.parser.MAX_FILE_BYTES`), the keypoint count
-(:data:`MAX_KEYPOINTS`), ``rows x cols`` (:data:`MAX_DESCRIPTOR_BYTES`) against
-the data actually present.
+**What OpenCV does not store** comes from optional nodes (in the entry, else
+at the top): ``descriptor`` (lbdviewer's names, or ``ORB``, ``BRISK``,
+``AKAZE``, ``BEBLID``, ``TEBLID``, ``BRIEF``, ``FREAK``), the image size
+(a ``cv::Size`` node ``image_size``/``imageSize`` = ``[width, height]``, or
+``image_width`` and ``image_height``), ``n_bits``, ``bitorder`` and
+``params`` (a JSON string). What is still missing is settled by
+:func:`lbdviewer.features.files.load_features` (:mod:`lbdviewer.features.infer`).
+
+The parsers (:mod:`lbdviewer.features.filestorage.parser`) are our own and
+bounded: the file's size is checked before it is read, and the keypoint
+limit sets the :class:`~lbdviewer.features.filestorage.values.Budget` checked
+while tokenising (a matrix's declared ``rows x cols`` before its data).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
 from lbdviewer.features.filestorage.parser import read_tree
-from lbdviewer.features.keypoints import FORMAT, VERSION, FeatureSet, Keypoints
+from lbdviewer.features.filestorage.values import MATRIX_TYPES, Budget
+from lbdviewer.features.keypoints import FORMAT, VERSION, Keypoints
+from lbdviewer.io import limits
 from lbdviewer.io.limits import check_keypoints, check_pixels
-from lbdviewer.libraries.registry import DESCRIPTORS, get_model
+from lbdviewer.libraries.registry import DESCRIPTORS
 
-__all__ = ["CV_KEYPOINT_FIELDS", "MAX_DESCRIPTOR_BYTES", "MAX_KEYPOINTS", "keypoint_table", "load", "matrix"]
+__all__ = ["CV_KEYPOINT_FIELDS", "DESCRIPTOR_NAMES", "FileEntry", "MAX_DESCRIPTOR_BYTES", "file_entries",
+           "keypoint_table", "matrix", "one_of", "read_entries", "read_entry"]
 
-#: Most keypoints (descriptor rows) a FileStorage file may declare.
-MAX_KEYPOINTS = 250_000
 #: Widest descriptor (bytes a row) a FileStorage file may declare.
 MAX_DESCRIPTOR_BYTES = 1024
+#: Values one sequence may hold, per keypoint of the limit (seven a keypoint, and room for other nodes).
+VALUES_PER_KEYPOINT = 64
 #: What ``cv::write`` stores per keypoint, in order.
 CV_KEYPOINT_FIELDS = ("x", "y", "size", "angle", "response", "octave", "class_id")
-#: ``dt`` codes of one-channel matrices (OpenCV's type letters).
-DT_CODES = {"u": np.uint8, "c": np.int8, "w": np.uint16, "s": np.int16, "i": np.int32, "f": np.float32,
-            "d": np.float64}
+#: ``descriptor`` node values understood, lower-cased, and the descriptor each names.
+DESCRIPTOR_NAMES = {**{name: name for name in DESCRIPTORS}, "brief": "opencv-brief", "freak": "opencv-freak",
+                    "opencv_brief": "opencv-brief", "opencv_freak": "opencv-freak"}
+_SIZE_NODES = ("image_size", "imageSize", "img_size", "imgSize")
 
 
-def _number_list(values, what):
-    if not isinstance(values, list) or not all(type(v) in (int, float) for v in values):
+def _numbers(values, what):
+    array = np.asarray(values) if isinstance(values, (list, np.ndarray)) else None
+    if array is None or array.dtype.kind not in "iuf":
         raise ValueError(f"{what} must be a sequence of numbers")
-    return values
+    return array
 
 
 def matrix(node, what):
-    """An ``opencv-matrix`` node as an array, its declared size checked before allocation.
+    """An ``opencv-matrix`` node as an array, its declared size checked against its data.
 
     Parameters
     ----------
@@ -78,9 +93,9 @@ def matrix(node, what):
     Raises
     ------
     ValueError
-        For a missing item, an unknown or multi-channel ``dt``, sizes beyond
-        :data:`MAX_KEYPOINTS` x :data:`MAX_DESCRIPTOR_BYTES`, or a data count
-        other than ``rows x cols``.
+        For a missing item, an unknown or multi-channel ``dt``, more than
+        :data:`MAX_DESCRIPTOR_BYTES` columns, a data count other than
+        ``rows x cols``, or data outside ``dt``'s range.
 
     Examples
     --------
@@ -93,66 +108,57 @@ def matrix(node, what):
         if key not in node:
             raise ValueError(f"{what!r} matrix is missing {key!r}")
     rows, cols, dt = node["rows"], node["cols"], node["dt"]
-    for key, value, limit in (("rows", rows, MAX_KEYPOINTS), ("cols", cols, MAX_DESCRIPTOR_BYTES)):
-        if type(value) is not int or not 0 <= value <= limit:
-            raise ValueError(f"{what!r} {key} must be an integer in [0, {limit}], got {value!r}")
-    if dt not in DT_CODES:
-        raise ValueError(f"{what!r} dt {dt!r} is not a one-channel OpenCV type; expected one of {tuple(DT_CODES)}")
+    for key, value, limit in (("rows", rows, None), ("cols", cols, MAX_DESCRIPTOR_BYTES)):
+        if type(value) is not int or value < 0 or (limit is not None and value > limit):
+            raise ValueError(f"{what!r} {key} must be an integer in [0, {limit or 'the keypoint limit'}], "
+                             f"got {value!r}")
+    if not isinstance(dt, str) or dt not in MATRIX_TYPES:
+        raise ValueError(f"{what!r} dt {dt!r} is not a one-channel OpenCV type; expected one of "
+                         f"{tuple(MATRIX_TYPES)}")
     data = node["data"]
     data = [data] if type(data) in (int, float) else ([] if data is None else data)
-    if not isinstance(data, list) or len(data) != rows * cols:
-        count = len(data) if isinstance(data, list) else type(data).__name__
+    count = len(data) if isinstance(data, (list, np.ndarray)) else type(data).__name__
+    if count != rows * cols or (isinstance(data, np.ndarray) and data.ndim != 1):
         raise ValueError(f"{what!r} declares {rows} x {cols} = {rows * cols} values but holds {count}")
-    _number_list(data, f"{what!r} data")
-    kind = np.dtype(DT_CODES[dt])
-    values = np.array(data, dtype=np.float64)
-    if kind.kind in "iu":
-        info = np.iinfo(kind)
-        if np.any(values != np.round(values)) or np.any(values < info.min) or np.any(values > info.max):
-            raise ValueError(f"{what!r} data do not fit dt {dt!r} ({kind})")
-    return values.astype(kind).reshape(rows, cols)
+    values = _numbers(data, f"{what!r} data")
+    kind = np.dtype(MATRIX_TYPES[dt])
+    if values.dtype != kind:
+        if kind.kind in "iu":
+            info = np.iinfo(kind)
+            if values.size and (np.any(values != np.round(values)) or values.min() < info.min
+                                or values.max() > info.max):
+                raise ValueError(f"{what!r} data do not fit dt {dt!r} ({kind})")
+        values = values.astype(kind)
+    return values.reshape(rows, cols)
 
 
 def keypoint_table(node, what="keypoints"):
-    """The ``(K, 7)`` table of ``cv::write``'s keypoints (see :data:`CV_KEYPOINT_FIELDS`).
+    """The ``(K, 7)`` table of stored keypoints (see :data:`CV_KEYPOINT_FIELDS`): flat or one sequence each.
 
     Examples
     --------
     >>> keypoint_table([68.0, 84.0, 31.0, 98.5, 0.002, 0, -1]).shape
     (1, 7)
+    >>> keypoint_table(np.ones((3, 7))).shape
+    (3, 7)
     """
     width = len(CV_KEYPOINT_FIELDS)
-    if node is None:
-        node = []
-    if isinstance(node, list) and node and all(isinstance(item, list) for item in node):
-        if len(node) > MAX_KEYPOINTS:
-            raise ValueError(f"{what!r} holds {len(node)} keypoints, more than {MAX_KEYPOINTS}")
-        if any(len(item) != width for item in node):
-            raise ValueError(f"every keypoint in {what!r} must have {width} values {CV_KEYPOINT_FIELDS}")
-        node = [value for item in node for value in item]
+    if node is None or (isinstance(node, list) and not node):
+        return np.empty((0, width))
     if type(node) in (int, float):
         node = [node]
-    _number_list(node, f"{what!r}")
-    if len(node) % width:
-        raise ValueError(f"{what!r} holds {len(node)} numbers, not a multiple of {width} "
+    if isinstance(node, list) and all(isinstance(item, (list, np.ndarray)) for item in node):
+        raise ValueError(f"every keypoint in {what!r} must have {width} values {CV_KEYPOINT_FIELDS}")
+    table = _numbers(node, f"{what!r}")
+    if table.ndim == 2:
+        if table.shape[1] != width:
+            raise ValueError(f"every keypoint in {what!r} must have {width} values {CV_KEYPOINT_FIELDS}, "
+                             f"got {table.shape[1]}")
+        return table.astype(np.float64)
+    if table.shape[0] % width:
+        raise ValueError(f"{what!r} holds {table.shape[0]} numbers, not a multiple of {width} "
                          f"({', '.join(CV_KEYPOINT_FIELDS)} per keypoint): truncated?")
-    if len(node) // width > MAX_KEYPOINTS:
-        raise ValueError(f"{what!r} holds {len(node) // width} keypoints, more than {MAX_KEYPOINTS}")
-    return np.array(node, dtype=np.float64).reshape(-1, width)
-
-
-def _text_node(tree, key, name):
-    value = tree.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"FileStorage file {name!r}: {key!r} must be a string, got {value!r}")
-    return value
-
-
-def _int_node(tree, key, name, default):
-    value = tree.get(key, default)
-    if type(value) is not int or value < 1:
-        raise ValueError(f"FileStorage file {name!r}: {key!r} must be a positive integer, got {value!r}")
-    return value
+    return table.astype(np.float64).reshape(-1, width)
 
 
 def one_of(first, second, *, missing, conflict):
@@ -182,91 +188,215 @@ def one_of(first, second, *, missing, conflict):
     return first
 
 
-def load(path, *, descriptor=None, image_shape=None, max_pixels=None, max_keypoints=None):
-    """Read keypoints and descriptors from a FileStorage file as a :class:`~lbdviewer.features.keypoints.FeatureSet`.
+@dataclass(frozen=True, eq=False)
+class FileEntry:
+    """One image's features as a FileStorage file holds them, before what it does not say is settled.
+
+    ``descriptor``, ``image_shape``, ``params``, ``n_bits`` and ``bitorder``
+    are None where the file does not give them; ``class_id`` is the
+    keypoints' seventh column (AKAZE's levels; -1 elsewhere).
+    """
+
+    path: str
+    name: str | None
+    keypoints: Keypoints
+    class_id: np.ndarray
+    descriptors: np.ndarray
+    descriptor: str | None
+    image_shape: tuple | None
+    params: dict | None
+    n_bits: int | None
+    bitorder: str | None
+
+    @property
+    def label(self):
+        """How messages name the entry: the file, and the entry within it when there are several."""
+        return f"{self.path!r}" + (f" entry {self.name!r}" if self.name is not None else "")
+
+
+def _holds_features(node):
+    return isinstance(node, dict) and "keypoints" in node and "descriptors" in node
+
+
+def _entry_nodes(tree):
+    """``{name: node}`` of every image's features in ``tree`` (name None: the top level itself)."""
+    if _holds_features(tree):
+        return {None: tree}
+    found = {}
+    for key, value in tree.items():
+        if _holds_features(value):
+            found[key] = value
+        elif isinstance(value, list) and value and all(_holds_features(item) for item in value):
+            found.update({f"{key}/{i}": item for i, item in enumerate(value)})
+    return found
+
+
+def _budget(max_keypoints):
+    max_keypoints = limits.max_keypoints(max_keypoints)
+    return Budget(max_values=max(VALUES_PER_KEYPOINT * max_keypoints, 4096),
+                  max_matrix_values=max_keypoints * MAX_DESCRIPTOR_BYTES)
+
+
+def _read_nodes(path, max_keypoints):
+    name = os.fspath(path)
+    tree = read_tree(name, budget=_budget(max_keypoints))
+    if tree.get("format") == FORMAT and tree.get("version") != VERSION:
+        raise ValueError(f"FileStorage file {name!r} is lbdviewer-features version {tree.get('version')!r}; "
+                         f"this lbdviewer reads {VERSION}")
+    nodes = _entry_nodes(tree)
+    if not nodes:
+        raise ValueError(f"FileStorage file {name!r} holds no features: no 'keypoints' and 'descriptors' nodes "
+                         f"at the top, in a mapping or in a sequence of mappings (top-level nodes: {sorted(tree)})")
+    return name, tree, nodes
+
+
+def file_entries(path, *, max_keypoints=None):
+    """The names of the entries of a FileStorage file: ``[None]`` for a file of one image.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "two.yml")
+    ...     with open(path, "w") as handle:
+    ...         _ = handle.write("a: {keypoints: [], descriptors: []}\\nb: {keypoints: [], descriptors: []}\\n")
+    ...     file_entries(path)
+    ['a', 'b']
+    """
+    return list(_read_nodes(path, max_keypoints)[2])
+
+
+def _choose(nodes, entry, name):
+    if entry is None:
+        if len(nodes) == 1:
+            return next(iter(nodes.items()))
+        shown = ", ".join(nodes if len(nodes) <= 12 else list(nodes)[:12] + ["..."])
+        raise ValueError(f"FileStorage file {name!r} holds the features of {len(nodes)} images ({shown}): "
+                         "choose one (--entry NAME; 'lbdviewer invert --list' lists them)")
+    if entry not in nodes:
+        if list(nodes) == [None]:
+            raise ValueError(f"FileStorage file {name!r} holds one image's features: --entry {entry!r} does not "
+                             "apply to it")
+        raise ValueError(f"FileStorage file {name!r} has no entry {entry!r}; its entries: "
+                         f"{', '.join(map(str, nodes))}")
+    return entry, nodes[entry]
+
+
+def _text(node, key, where):
+    value = node.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{where}: {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _positive_int(node, key, where):
+    value = node.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or value < 1:
+        raise ValueError(f"{where}: {key!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def _image_shape(node, where):
+    """``(height, width)`` the node gives, or None."""
+    if "image_width" in node or "image_height" in node:
+        return (_positive_int(node, "image_height", where), _positive_int(node, "image_width", where))
+    for key in _SIZE_NODES:
+        if key in node:
+            size = node[key]
+            if not (isinstance(size, np.ndarray) and size.shape == (2,) and size.dtype.kind in "iu"
+                    and size.min() > 0):
+                raise ValueError(f"{where}: {key!r} must be a cv::Size [width, height] of positive integers, "
+                                 f"got {size!r}")
+            return (int(size[1]), int(size[0]))
+    return None
+
+
+def _descriptor_name(value, where):
+    if value is None:
+        return None
+    known = DESCRIPTOR_NAMES.get(value.strip().lower())
+    if known is None:
+        raise ValueError(f"{where}: unknown descriptor {value!r}; expected one of {DESCRIPTORS}")
+    return known
+
+
+def read_entry(path, *, entry=None, max_pixels=None, max_keypoints=None):
+    """Read one image's keypoints and descriptors from a FileStorage file, as the file gives them.
 
     Parameters
     ----------
     path : str or os.PathLike
-        ``.yml``, ``.yaml``, ``.xml`` or ``.json`` with top-level nodes
-        ``keypoints`` and ``descriptors`` (see the module notes).
-    descriptor : str, optional
-        The descriptor that wrote the file, when the file does not say
-        (a file that says otherwise is an error).
-    image_shape : (int, int), optional
-        ``(height, width)`` of the described image, when the file does not say.
+        ``.yml``, ``.yaml``, ``.xml`` or ``.json`` (see the module notes).
+    entry : str, optional
+        Which image of a file that holds several (:func:`file_entries`);
+        refused for a file of one image.
     max_pixels, max_keypoints : int, optional
-        Limits on the image size and the keypoint count
-        (:mod:`lbdviewer.io.limits`, checked before the arrays are made).
+        Limits on a given image size and the keypoint count
+        (:mod:`lbdviewer.io.limits`; the keypoint limit also bounds the parse).
 
     Returns
     -------
-    FeatureSet
+    FileEntry
 
     Raises
     ------
     ValueError
         Naming what is wrong or missing: unreadable or malformed file, no
-        ``keypoints`` or ``descriptors`` node, a keypoint count or matrix size
-        that does not add up, descriptors that are not ``dt: u``, a descriptor
-        kind or image size neither the file nor the caller gives.
+        features, several entries and none chosen, a keypoint count or
+        matrix size that does not add up, descriptors that are not ``dt: u``.
     """
-    name = os.fspath(path)
-    tree = read_tree(name)
-    for key in ("keypoints", "descriptors"):
-        if key not in tree:
-            raise ValueError(f"FileStorage file {name!r} has no {key!r} node (top-level nodes: {sorted(tree)})")
-    if tree.get("format") == FORMAT and tree.get("version") != VERSION:
-        raise ValueError(f"FileStorage file {name!r} is lbdviewer-features version {tree.get('version')!r}; "
-                         f"this lbdviewer reads {VERSION}")
-    what = f"FileStorage file {name!r}"
-    declared = tree["descriptors"].get("rows") if isinstance(tree["descriptors"], dict) else None
+    name, tree, nodes = _read_nodes(path, max_keypoints)
+    entry, node = _choose(nodes, entry, name)
+    return _entry(name, tree, entry, node, max_pixels, max_keypoints)
+
+
+def read_entries(path, *, max_pixels=None, max_keypoints=None):
+    """Every entry of a FileStorage file (see :func:`read_entry`), from one parse.
+
+    Returns
+    -------
+    list of FileEntry
+    """
+    name, tree, nodes = _read_nodes(path, max_keypoints)
+    return [_entry(name, tree, entry, node, max_pixels, max_keypoints) for entry, node in nodes.items()]
+
+
+def _entry(name, tree, entry, node, max_pixels, max_keypoints):
+    where = f"FileStorage file {name!r}" + (f" entry {entry!r}" if entry is not None else "")
+    declared = node["descriptors"].get("rows") if isinstance(node["descriptors"], dict) else None
     if type(declared) is int:
-        check_keypoints(declared, what, limit=max_keypoints)
+        check_keypoints(declared, where, limit=max_keypoints)
     try:
-        table = keypoint_table(tree["keypoints"])
-        check_keypoints(len(table), what, limit=max_keypoints)
-        codes = matrix(tree["descriptors"], "descriptors")
+        table = keypoint_table(node["keypoints"])
+        check_keypoints(len(table), where, limit=max_keypoints)
+        codes = matrix(node["descriptors"], "descriptors")
     except ValueError as error:
-        raise ValueError(f"FileStorage file {name!r}: {error}") from error
+        raise ValueError(f"{where}: {error}") from error
     if codes.dtype != np.uint8:
-        raise ValueError(f"FileStorage file {name!r}: binary descriptors are bytes (dt 'u'), "
-                         f"got dt {tree['descriptors']['dt']!r}")
+        raise ValueError(f"{where}: binary descriptors are bytes (dt 'u'), got dt {node['descriptors']['dt']!r}")
     if codes.shape[0] != len(table):
-        raise ValueError(f"FileStorage file {name!r} holds {len(table)} keypoints but {codes.shape[0]} "
-                         "descriptor rows")
-    kind = _text_node(tree, "descriptor", name)
-    kind = one_of(kind, descriptor,
-                   missing=f"FileStorage file {name!r} does not say which descriptor wrote it: give it "
-                           f"(--descriptor, one of {', '.join(DESCRIPTORS)})",
-                   conflict=f"FileStorage file {name!r} holds {kind} descriptors, not {descriptor!r} as given")
-    if kind not in DESCRIPTORS:
-        raise ValueError(f"FileStorage file {name!r}: unknown descriptor {kind!r}; expected one of {DESCRIPTORS}")
-    if "image_width" in tree or "image_height" in tree:
-        shape = (_int_node(tree, "image_height", name, None), _int_node(tree, "image_width", name, None))
-    elif image_shape is not None:
-        shape = tuple(image_shape)
-    else:
-        raise ValueError(f"FileStorage file {name!r} does not give the image size (image_width, image_height): "
-                         "give it (--image-size WIDTHxHEIGHT)")
-    check_pixels(*shape, what, limit=max_pixels)
-    params_text = _text_node(tree, "params", name)
+        raise ValueError(f"{where} holds {len(table)} keypoints but {codes.shape[0]} descriptor rows")
+    context = [node] if node is tree else [node, tree]
+    pick = (lambda read, key: next((v for v in (read(n, key, where) for n in context) if v is not None), None))
+    shape = next((s for s in (_image_shape(n, where) for n in context) if s is not None), None)
+    if shape is not None:
+        check_pixels(*shape, where, limit=max_pixels)
+    params_text = pick(_text, "params")
     try:
-        params = {} if params_text is None else json.loads(params_text)
+        params = None if params_text is None else json.loads(params_text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"FileStorage file {name!r}: 'params' is not a JSON object: {error}") from error
-    if not isinstance(params, dict):
-        raise ValueError(f"FileStorage file {name!r}: 'params' must be a JSON object, got {params_text!r}")
-    if params_text is None and "n_bytes" in get_model(kind).params():
-        params = {"n_bytes": codes.shape[1]}  # the descriptor length a program chose shows in the matrix
-    model = get_model(kind, **{k: v for k, v in params.items() if k != "library"})
-    n_bits = _int_node(tree, "n_bits", name, model.n_bits)
-    bitorder = _text_node(tree, "bitorder", name) or model.bitorder
-    if codes.shape[1] != (n_bits + 7) // 8:
-        raise ValueError(f"FileStorage file {name!r}: descriptors have {codes.shape[1]} bytes a row; {kind} "
-                         f"with {n_bits} bits has {(n_bits + 7) // 8}")
+        raise ValueError(f"{where}: 'params' is not a JSON object: {error}") from error
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"{where}: 'params' must be a JSON object, got {params_text!r}")
     columns = dict(zip(CV_KEYPOINT_FIELDS, table.T))
-    keypoints = Keypoints(columns["x"], columns["y"], columns["size"], columns["angle"], columns["octave"],
-                          columns["response"])
-    return FeatureSet(descriptor=kind, params=params, image_shape=shape, keypoints=keypoints, descriptors=codes,
-                      n_bits=n_bits, bitorder=bitorder)
+    try:
+        keypoints = Keypoints(columns["x"], columns["y"], columns["size"], columns["angle"], columns["octave"],
+                              columns["response"])
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from error
+    bitorder = pick(_text, "bitorder")
+    return FileEntry(path=name, name=entry, keypoints=keypoints, class_id=columns["class_id"].copy(),
+                     descriptors=codes, descriptor=_descriptor_name(pick(_text, "descriptor"), where),
+                     image_shape=shape, params=params, n_bits=pick(_positive_int, "n_bits"), bitorder=bitorder)

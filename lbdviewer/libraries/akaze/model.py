@@ -241,9 +241,9 @@ class Model(LibraryModel):
         if not fold_smoothing:
             values = self.cell_values([(lv.lt, lv.lx, lv.ly) for lv in space], keypoints, exact=False)
         else:
-            sources = self.source_images(image, space=space)
+            sources = self.source_images(image, space=space)  # one operator at a time: each holds its patch maps
             values = np.stack([op.cell_values(op.extract(sources[op.level]))
-                               for op in self.patch_operators(keypoints, image_shape=np.shape(image))])
+                               for op in self.iter_patch_operators(keypoints, image_shape=np.shape(image))])
         flat = values.reshape(len(keypoints), -1)
         pairs = comparison_pairs()
         return np.where(flat[:, pairs[:, 0]] - flat[:, pairs[:, 1]] > 0, 1, -1).astype(np.int8)
@@ -272,15 +272,17 @@ class Model(LibraryModel):
 
     def patch_operators(self, keypoints, *, image_shape):
         """One :class:`~lbdviewer.libraries.akaze.operator.AkazePatchOperator` per keypoint."""
+        return list(self.iter_patch_operators(keypoints, image_shape=image_shape))
+
+    def iter_patch_operators(self, keypoints, *, image_shape):
+        """:meth:`patch_operators` one at a time, so that a caller holds one (they are large) at once."""
         plan = level_sigmas(self.n_octaves, self.n_sublevels, tuple(image_shape))
         levels, cells, rows, cols, co, si = self.sample_grid(keypoints)
-        out = []
         for k in range(len(keypoints)):
             e = int(levels[k])
             octave, _, esigma, size = plan[e]
             diffusion = 0.0 if e == 0 else math.sqrt(max(esigma ** 2 - plan[e - 1][2] ** 2, 0.0))
             power = 1 << octave
             shape = (int(image_shape[0] / power), int(image_shape[1] / power))
-            out.append(AkazePatchOperator(e, power, shape, cells, rows[k], cols[k], float(co[k]), float(si[k]),
-                                          size, diffusion, smooth=e > 0))
-        return out
+            yield AkazePatchOperator(e, power, shape, cells, rows[k], cols[k], float(co[k]), float(si[k]), size,
+                                     diffusion, smooth=e > 0)

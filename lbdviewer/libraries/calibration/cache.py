@@ -9,9 +9,12 @@ candidate measurement ``v`` for each sample, and for each output bit find the
 one ordered pair ``(a, b)`` that predicts the bit on every sample.
 
 Results are cached as ``.npz`` files (``allow_pickle=False``) under
-:func:`cache_dir`, keyed by the caller (library name, version, parameters),
-each with a checksum and a probe (the library's bits on a fixed synthetic
-image) that :func:`cached_arrays` verifies on every load.
+:func:`cache_dir`, keyed by the caller (library name, version, parameters).
+An entry cannot lie: it holds its own key (an entry copied under another
+descriptor's or parameters' name is foreign), a checksum, and a probe (the
+library's bits on a fixed synthetic image) that :func:`cached_arrays`
+verifies on every load; only a regular file of at most
+:data:`MAX_ENTRY_BYTES`, whose zip directory declares no more, is read.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from lbdviewer.features.npz import save_npz
+from lbdviewer.io.files import open_regular
 
 CACHE_ENV = "LBDVIEWER_CACHE_DIR"
 
@@ -70,6 +74,12 @@ class CacheWarning(UserWarning):
 
 CHECKSUM_KEY = "__sha256__"
 PROBE_KEY = "__probe__"
+#: The entry's own key, stored inside it and compared on load.
+KEY_KEY = "__key__"
+#: Largest cache entry read (bytes, on disk and declared uncompressed); the largest real one is ~20 KB.
+MAX_ENTRY_BYTES = 8 * 2**20
+#: Most members an entry may hold.
+MAX_ENTRY_MEMBERS = 32
 
 
 def arrays_checksum(arrays):
@@ -95,17 +105,35 @@ def _fallback_dir():
     return Path(tempfile.gettempdir()) / f"lbdviewer-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
 
 
-def _read_entry(path):
-    """The arrays of a cache file, whether it carries a checksum, and what is wrong with it (None if nothing)."""
+def _read_entry(path, key):
+    """The arrays of a cache file (key, checksum and probe checked later), or None and what is wrong with it.
+
+    Only a regular file of at most :data:`MAX_ENTRY_BYTES` is opened (a FIFO, a device or a symbolic link to
+    one is refused before it is opened), and only if its zip directory declares no more than that
+    uncompressed: a zip bomb is refused before anything is inflated.
+    """
     try:
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            stored = {name: data[name] for name in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
-        return None, False, f"is unreadable ({type(error).__name__}: {error})"
+        with open_regular(path, "calibration cache entry", max_bytes=MAX_ENTRY_BYTES) as handle:
+            with zipfile.ZipFile(handle) as archive:
+                members = archive.infolist()
+                declared = sum(info.file_size for info in members)
+                if len(members) > MAX_ENTRY_MEMBERS or declared > MAX_ENTRY_BYTES:
+                    return None, (f"declares {len(members)} members of {declared:,} bytes, more than an entry "
+                                  f"holds ({MAX_ENTRY_BYTES:,})")
+            handle.seek(0)
+            with np.load(handle, allow_pickle=False) as data:
+                stored = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, RuntimeError) as error:
+        return None, f"is unreadable ({type(error).__name__}: {error})"
     checksum = stored.pop(CHECKSUM_KEY, None)
     if checksum is not None and not np.array_equal(checksum, arrays_checksum(stored)):
-        return None, True, "fails its checksum"
-    return stored, checksum is not None, None
+        return None, "fails its checksum"
+    own_key = stored.pop(KEY_KEY, None)
+    if own_key is None:  # written before entries held their key: the probe alone vouches for it
+        return stored, None
+    if own_key.dtype.kind != "U" or own_key.shape != () or str(own_key) != key:
+        return None, f"holds the calibration of {str(own_key)!r}, not of {key!r}"
+    return stored, None
 
 
 def _probe_problem(arrays, recorded, probe):
@@ -121,14 +149,17 @@ def _probe_problem(arrays, recorded, probe):
 def cached_arrays(key, compute, *, probe=None):
     """Return the arrays stored under ``key``, computing and caching them once.
 
-    Each entry holds a checksum of its arrays and, with ``probe``, the
-    library's bits on a fixed synthetic image (the *probe*). On load both are
-    verified: the checksum against the arrays, and ``probe(arrays)`` must give
-    the recorded library bits and predict them exactly. A truncated,
-    bit-flipped or well-formed but wrong entry (pairs permuted) is recomputed,
-    rewritten atomically and reported with a :class:`CacheWarning`. A cache
-    folder that cannot be written falls back to a temporary one (with a
-    warning).
+    Each entry holds its own ``key``, a checksum of its arrays and, with
+    ``probe``, the library's bits on a fixed synthetic image (the *probe*).
+    On load all are verified: the key against ``key`` (an entry copied under
+    another descriptor's or parameters' name is foreign), the checksum
+    against the arrays, and ``probe(arrays)`` must give the recorded library
+    bits and predict them exactly. What is not a regular file of at most
+    :data:`MAX_ENTRY_BYTES` is never opened. A truncated, bit-flipped,
+    foreign, oversized or well-formed but wrong entry (pairs permuted, the
+    checksum recomputed) is recomputed, rewritten atomically and reported
+    in one line (a :class:`CacheWarning`). A cache folder that cannot be
+    written falls back to a temporary one (with a warning).
 
     Parameters
     ----------
@@ -165,14 +196,13 @@ def cached_arrays(key, compute, *, probe=None):
     fallback = _fallback_dir() / path.name
     if not path.exists() and fallback.exists():  # an earlier run could not write the cache folder
         path = fallback
-    if path.exists():
-        stored, checked, problem = _read_entry(path)
-        if stored is not None and not checked:  # written before entries carried checksums and probes
-            arrays = {name: value for name, value in stored.items() if name != PROBE_KEY}
-            if probe is None or not _probe_problem(arrays, probe(arrays)[0], probe):
-                _store(cache_dir() / path.name, _entry(key, arrays, probe))
-                return arrays
-            problem = "(written by an older lbdviewer) does not predict the library's bits"
+    if os.path.lexists(path):
+        stored, problem = _read_entry(path, key)
+        if stored is not None and PROBE_KEY not in stored and probe is not None:  # an older lbdviewer's entry
+            problem = _probe_problem(stored, probe(stored)[0], probe)
+            if problem is None:  # it predicts the library: kept, bound to its key from now on
+                _store(cache_dir() / path.name, _entry(key, stored, probe))
+                return stored
         elif stored is not None:
             recorded = stored.pop(PROBE_KEY, None)
             problem = None if probe is None else _probe_problem(stored, recorded, probe)
@@ -187,7 +217,7 @@ def cached_arrays(key, compute, *, probe=None):
 
 def _entry(key, arrays, probe):
     """``arrays`` with the probe's library bits and the checksum, as stored."""
-    entry = dict(arrays)
+    entry = {**arrays, KEY_KEY: np.array(key)}
     if probe is not None:
         library, predicted = (np.asarray(bits, dtype=bool) for bits in probe(arrays))
         if predicted.shape != library.shape or not np.array_equal(predicted, library):
@@ -199,7 +229,7 @@ def _entry(key, arrays, probe):
 
 def _store(path, entry):
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # a link or FIFO in the entry's place is renamed over
         save_npz(path, entry)
     except (OSError, ValueError) as error:
         fallback = _fallback_dir() / path.name
@@ -249,6 +279,32 @@ def point_pair_probe(describe, smooth, *, margin, tie_positive=False, size=None,
         return library, compare(a, b)
 
     return probe
+
+
+def cached_point_pairs(key, describe, smooth, *, margin, **calibration):
+    """The point pairs of a descriptor, calibrated once (:func:`calibrate_point_pairs`) and cached under ``key``.
+
+    The entry is verified on every load by :func:`point_pair_probe` of the
+    same ``describe`` and ``smooth`` (see :func:`cached_arrays`).
+
+    Parameters
+    ----------
+    key : str
+        :func:`cache_key` of the library, its version and the parameters.
+    describe, smooth, margin
+        As for :func:`calibrate_point_pairs`.
+    **calibration
+        The other arguments of :func:`calibrate_point_pairs` (``radius``, ...).
+
+    Returns
+    -------
+    ndarray of int64, shape (M, 2, 2)
+    """
+    def compute():
+        return {"pairs": calibrate_point_pairs(describe, smooth, margin=margin, **calibration)}
+
+    probe = point_pair_probe(describe, smooth, margin=margin, tie_positive=calibration.get("tie_positive", False))
+    return cached_arrays(key, compute, probe=probe)["pairs"].astype(np.int64)
 
 
 def identify_pairs(values, bits, *, tie_positive=False, candidates=None, max_mismatch=0):
