@@ -27,14 +27,16 @@ print(f"{bits.size} bits, {(bits > 0).mean():.0%} of them +1")
 solver = lbd.solvers.BIHT(operator, bits[None], iterations=200)
 for state in solver.steps():
     if state.iteration in (1, 10, 50) or state.finished:
-        print(f"iteration {state.iteration:3d}: {state.bit_consistency[0]:.1%} of the bits reproduced")
+        print(f"iteration {state.iteration:3d}: "
+              f"{state.bit_consistency[0]:.1%} of the bits reproduced")
 
 # %%
 # Bits carry no brightness and no contrast, so the estimate is shown with the
 # gain and offset fitted to the original (the one display rule of the app, the
 # command line and the figures).
-spec = lbd.figures.live_figure(patch, state.x[0], iteration=state.iteration, iterations=200,
-                               bit_consistency=state.bit_consistency[0], title="BRIEF M=512, BIHT")
+spec = lbd.figures.live_figure(patch, state.x[0], iteration=state.iteration,
+                               iterations=200, bit_consistency=state.bit_consistency[0],
+                               title="BRIEF M=512, BIHT")
 figure, layout = lbd.figures.render_figure(spec, width="double", dpi=110)
 
 # %%
@@ -43,8 +45,10 @@ figure, layout = lbd.figures.render_figure(spec, width="double", dpi=110)
 # variants put a sharper one at the centre, where their fields are finest.
 estimates = []
 for name in ("brief", "freak", "ra-freak", "ex-freak"):
-    family = lbd.operators.DescriptorOperator(lbd.patterns.make_pattern(name, patch_size=32))
-    estimate = lbd.reconstruction.reconstruct_patches(family.describe(patch)[None], family)[0]
+    pattern = lbd.patterns.make_pattern(name, patch_size=32)
+    family = lbd.operators.DescriptorOperator(pattern)
+    bits = family.describe(patch)
+    estimate = lbd.reconstruction.reconstruct_patches(bits[None], family)[0]
     estimates.append((f"{name.upper()}, M = {family.pattern.m}", estimate))
 spec = lbd.figures.families_figure(patch, estimates, title="BIHT, 200 iterations")
 families, layout = lbd.figures.render_figure(spec, width="double", dpi=110)

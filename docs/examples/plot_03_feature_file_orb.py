@@ -15,8 +15,9 @@ from pathlib import Path
 import lbdviewer as lbd
 
 image = lbd.io.sample_image("camera")[128:384, 128:384]
-features = lbd.features.extract_features(image, "orb", n_keypoints=300, name="camera crop")
-print(f"{features.descriptor}: {len(features.keypoints)} keypoints, {features.n_bits} bits each")
+features = lbd.features.extract_features(image, "orb", n_keypoints=300)
+print(f"{features.descriptor}: {len(features.keypoints)} keypoints, "
+      f"{features.n_bits} bits each")
 
 # %%
 # Write the file, read it back (every item is checked on loading), invert it.
@@ -26,10 +27,12 @@ with tempfile.TemporaryDirectory() as folder:
     loaded = lbd.features.load_features(path)
 result = lbd.features.invert_features(loaded, iterations=100)
 metrics = lbd.evaluation.image_metrics(image, result.image, mask=result.covered)
-print(f"correlation {metrics['correlation']:.3f} over the {metrics['covered_fraction']:.0%} of pixels covered")
+print(f"correlation {metrics['correlation']:.3f} over the "
+      f"{metrics['covered_fraction']:.0%} of pixels covered")
 
 # %%
 # Pixels no keypoint's patch covers are black.
-spec = lbd.figures.whole_image_figure(image, result.image, covered=result.covered, metrics=metrics,
-                                      title=f"ORB feature file, {len(loaded.keypoints)} keypoints")
-figure, layout = lbd.figures.render_figure(spec, width="double", dpi=110)
+title = f"ORB feature file, {len(loaded.keypoints)} keypoints"
+spec = lbd.figures.whole_image_figure(image, result.image, covered=result.covered,
+                                      metrics=metrics, title=title)
+figure, layout = lbd.figures.render_figure(spec, width="double", dpi=150)

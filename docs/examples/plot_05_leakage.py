@@ -12,18 +12,23 @@ keypoints, 100 iterations, no OCR).
 import lbdviewer as lbd
 
 image = lbd.io.sample_image("astronaut")[0:256, 128:384]
-rows = lbd.evaluation.compare_descriptors(image, ("orb", "beblid"), n_keypoints=300, ocr=False, iterations=100)
+rows = lbd.evaluation.compare_descriptors(
+    image, ("orb", "beblid"), n_keypoints=300, ocr=False, iterations=100)
 for row in rows:
-    print(f"{row.descriptor:12s} {row.keypoints:4d} keypoints, correlation {row.correlation:.3f}, "
-          f"coverage {row.coverage:.0%}")
+    print(f"{row.descriptor:8s} {row.keypoints:4d} keypoints, "
+          f"correlation {row.correlation:.3f}, coverage {row.coverage:.0%}")
 
 # %%
 # The original and each reconstruction, shown by the one display rule.
-shown = [lbd.evaluation.display_stretch(row.reconstruction, mask=row.covered, reference=image).image for row in rows]
-panels = (lbd.figures.Panel(lbd.evaluation.display_original(image).image, title="original"),
-          *(lbd.figures.Panel(picture, title=f"{row.descriptor}: r = {row.correlation:.2f}")
-            for row, picture in zip(rows, shown)))
-spec = lbd.figures.FigureSpec(kind="leakage", rows=(panels,),
-                              caption="Each descriptor's feature file inverted alone (joint solve); r: correlation "
-                                      "with the original over the covered pixels, the others black.")
-figure, layout = lbd.figures.render_figure(spec, width="double", dpi=110)
+original = lbd.evaluation.display_original(image)
+panels = [lbd.figures.Panel(original.image, title="original")]
+for row in rows:
+    shown = lbd.evaluation.display_stretch(row.reconstruction, mask=row.covered,
+                                           reference=image)
+    title = f"{row.descriptor}: r = {row.correlation:.2f}"
+    panels.append(lbd.figures.Panel(shown.image, title=title))
+spec = lbd.figures.FigureSpec(
+    kind="leakage", rows=(tuple(panels),),
+    caption="Each descriptor's feature file inverted alone (joint solve); r: correlation "
+            "with the original over the covered pixels, the others black.")
+figure, layout = lbd.figures.render_figure(spec, width="double", dpi=150)
