@@ -152,25 +152,44 @@ def _instance_attribute(owner, attribute):
 
 
 def public_names():
-    """``{id(object): public name}`` of every name the namespaces export."""
-    names = {}
+    """``{id(object): public name}`` of the functions and classes the namespaces export, and
+    ``{name: [(public name, object)]}`` of every exported name (constants are found by name and identity)."""
+    by_id, by_name = {}, {}
     for namespace in NAMESPACES:
         module = importlib.import_module(f"lbdviewer.{namespace}")
         for name in getattr(module, "__all__", ()):
             value = getattr(module, name)
+            public = f"lbdviewer.{namespace}.{name}"
+            by_name.setdefault(name, []).append((public, value))
             if callable(value) or isinstance(value, type):
-                names.setdefault(id(value), f"lbdviewer.{namespace}.{name}")
-    return names
+                by_id.setdefault(id(value), public)
+    return by_id, by_name
 
 
 def _public_target(target, names):
     """The public name of ``target`` (or of its class, with the attribute kept), or None."""
+    by_id, by_name = names
     parts = target.split(".")
     for split in range(len(parts), 1, -1):
         value = _resolve_object(".".join(parts[:split]))
-        if value is not _MISSING and id(value) in names:
-            return ".".join([names[id(value)], *parts[split:]])
+        if value is _MISSING:
+            continue
+        if id(value) in by_id:
+            return ".".join([by_id[id(value)], *parts[split:]])
+        for public, exported in by_name.get(parts[split - 1], ()):
+            if exported is value:
+                return ".".join([public, *parts[split:]])
     return None
+
+
+def _documented_module(docname):
+    """The module defining the object an API page documents (``api/generated/lbdviewer.x.name``), or None."""
+    stem = docname.rsplit("/", 1)[-1]
+    if not docname.startswith("api/generated/") or not stem.startswith("lbdviewer."):
+        return None
+    value = _resolve_object(stem)
+    module = getattr(value, "__module__", None) if value is not _MISSING else None
+    return module if isinstance(module, str) and module.startswith("lbdviewer") else None
 
 
 def _missing_reference(app, env, node, contnode):
@@ -181,23 +200,27 @@ def _missing_reference(app, env, node, contnode):
     if not target.startswith("lbdviewer"):
         context = [node.get("py:module"), node.get("py:class")]
         prefix = ".".join(part for part in context if part)
-        if not prefix.startswith("lbdviewer"):
-            return None
-        candidates = [f"{prefix}.{target}", f"{node.get('py:module')}.{target}"]
-    names = app.lbd_public_names
+        candidates = [f"{prefix}.{target}", f"{node.get('py:module')}.{target}"] if prefix.startswith("lbdviewer") \
+            else []
+        home = _documented_module(node.get("refdoc", ""))
+        if home is not None:  # a name the defining module sees, as its docstring was written there
+            candidates.append(f"{home}.{target}")
+    names, domain, exists = app.lbd_public_names, env.get_domain("py"), False
     for candidate in candidates:
         if _resolve_object(candidate) is _MISSING:
             continue
+        exists = True
         public = _public_target(candidate, names)
         if public is None or public == target:
-            return None
-        domain = env.get_domain("py")
+            continue
         for kind in (node.get("reftype"), "obj"):
             found = domain.resolve_xref(env, node["refdoc"], app.builder, kind, public, node, contnode)
             if found is not None:
                 return found
-        return None
-    if target.startswith("lbdviewer"):
+    exported = names[1].get(target, ())
+    if not target.startswith("lbdviewer") and len(exported) == 1:  # a public name, written unqualified
+        return domain.resolve_xref(env, node["refdoc"], app.builder, "obj", exported[0][0], node, contnode)
+    if target.startswith("lbdviewer") and not exists:
         logger.warning(f"reference to {target!r}, which does not exist (moved or renamed?)", location=node,
                        type="lbdviewer", subtype="reference")
     return None
