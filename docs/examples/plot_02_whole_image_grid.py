@@ -6,12 +6,12 @@ Describe every 32x32 patch of a grid (a patch every ``offset`` pixels), forget
 the image, and rebuild it from the descriptors: patch by patch as in the paper
 (each patch alone with mean 0.5, overlaps averaged), and jointly, one unknown
 image explaining every descriptor at once (lbdviewer's default where patches
-overlap). Quick settings: a 192x192 crop of ``astronaut`` and 100 iterations.
+overlap). Quick settings: a 256x256 crop of ``astronaut`` and 100 iterations.
 """
 
 import lbdviewer as lbd
 
-image = lbd.io.sample_image("astronaut")[40:232, 150:342]
+image = lbd.io.sample_image("astronaut")[0:256, 128:384]
 pattern = lbd.patterns.make_pattern("brief", patch_size=32)
 sites = lbd.reconstruction.grid_sites(image.shape, patch_size=32, offset=8)
 descriptors = lbd.reconstruction.describe_sites(image, sites, pattern)
