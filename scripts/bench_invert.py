@@ -1,7 +1,7 @@
 """Inversion of feature files against the grid solve, in one process: seconds, ratios and peak memory.
 
 The reference is the joint grid solve of the same image (BRIEF, 32x32
-patches, offset 8, defaults: :func:`lbdviewer.reconstruct_image`). Each
+patches, offset 8, defaults: :func:`lbdviewer.reconstruction.image.reconstruct_image`). Each
 feature file is written first by the real library (``lbdviewer extract``:
 ORB's detector, ``--keypoints`` of them), then inverted with
 :func:`lbdviewer.features.invert.invert_features` (joint, defaults). The machine's

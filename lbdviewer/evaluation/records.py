@@ -1,7 +1,7 @@
 """The run record: the JSON written beside every figure and export, built from what ran.
 
 A record is made from the objects a run leaves behind — the solver's final
-:class:`~lbdviewer.solvers.patch.base.SolverState`, the
+:class:`~lbdviewer.solvers.state.SolverState`, the
 :class:`~lbdviewer.reconstruction.image.ImageResult` (or any object with the same
 attributes), the parameters the run actually used — never from a form's
 pending values. One versioned schema serves the app's exports and

@@ -166,7 +166,7 @@ class HaarTransform:
 
         Parameters
         ----------
-        x : array_like, shape (..., *shape)
+        x : array_like, shape ``(..., *shape)``
             Images, batched over leading axes.
 
         Returns
@@ -181,7 +181,7 @@ class HaarTransform:
 
         Parameters
         ----------
-        c : array_like, shape (..., *shape)
+        c : array_like, shape ``(..., *shape)``
             Coefficients in the layout produced by :meth:`forward`.
 
         Returns

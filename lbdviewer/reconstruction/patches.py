@@ -51,7 +51,7 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
         Patches finished so far.
     total : int
         ``B``.
-    patches : numpy.ndarray, shape (n_chunk, *patch_shape)
+    patches : numpy.ndarray, shape ``(n_chunk, *patch_shape)``
         The estimates of this chunk, float32 in [0, 1].
 
     Raises
@@ -96,7 +96,7 @@ def reconstruct_patches(descriptors, operator, *, method="biht", iterations=None
 
     Returns
     -------
-    numpy.ndarray, shape (B, *patch_shape)
+    numpy.ndarray, shape ``(B, *patch_shape)``
         Estimates, float32 in [0, 1] (mean 0.5 per patch).
 
     Examples

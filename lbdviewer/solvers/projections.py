@@ -107,7 +107,7 @@ def project_mean_box(x, *, mean=0.5, ndim=2):
 
     Parameters
     ----------
-    x : array_like, shape (..., *patch_shape)
+    x : array_like, shape ``(..., *patch_shape)``
         Points to project; ``patch_shape`` has ``ndim`` axes.
     mean : float
         Target mean :math:`m` in ``[0, 1]``.
@@ -160,7 +160,7 @@ def project(x, constraint, *, ndim=2):
 
     Parameters
     ----------
-    x : array_like, shape (..., *patch_shape)
+    x : array_like, shape ``(..., *patch_shape)``
         Points to project.
     constraint : {"patch", "box", None}
         ``"patch"`` calls :func:`project_mean_box` (mean 0.5), ``"box"`` calls

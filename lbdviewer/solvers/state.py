@@ -18,7 +18,7 @@ class SolverState:
     ----------
     iteration : int
         Iterations done so far (1 after the first step).
-    x : numpy.ndarray, shape (B, *domain_shape)
+    x : numpy.ndarray, shape ``(B, *domain_shape)``
         Current estimates.
     objective : numpy.ndarray, shape (B,)
         Objective per row (BIHT: number of inconsistent bits
