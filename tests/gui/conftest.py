@@ -77,9 +77,10 @@ def make_window(qtbot, settings):
     for win in made:
         win.close()
         assert not win.busy(), "a job outlived its window"
+        assert win.pools.active_threads() == 0, "a worker thread outlived its window"
         _delete_now(win)
     assert QThreadPool.globalInstance().waitForDone(5000)
-    assert QThreadPool.globalInstance().activeThreadCount() == 0, "a worker thread outlived its window"
+    assert QThreadPool.globalInstance().activeThreadCount() == 0, "a job ran on Qt's global pool"
     leaked = [w for w in QApplication.topLevelWidgets() if w not in before]
     assert not leaked, f"widgets outlived their window: {leaked}"
 

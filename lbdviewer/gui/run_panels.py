@@ -1,0 +1,300 @@
+"""The panels of the runs: the live solver and the whole image, with states that look different.
+
+A run is running, paused, stopped (or cancelled), done, outdated or failed;
+each state has its own label and bar colour (:data:`STATE_LOOKS`), so a
+paused solve never passes for a running one and a cancelled estimate never
+for a result. Panels only display and forward user intent as signals.
+"""
+
+from __future__ import annotations
+
+import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+
+import numpy as np
+import pyqtgraph as pg
+from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from lbdviewer.gui.canvas import ElidedLabel, ImageCanvas, adopt_menus
+
+#: State -> (label, colour): the badge beside a run's bar and the bar's colour.
+STATE_LOOKS = {
+    "idle": ("Idle", "#7a7a7a"),
+    "running": ("Running", "#2f80ed"),
+    "paused": ("Paused", "#c98a00"),
+    "stopped": ("Stopped", "#b0413e"),
+    "cancelled": ("Cancelled", "#b0413e"),
+    "finished": ("Done", "#2e8b57"),
+    "completed": ("Done", "#2e8b57"),
+    "outdated": ("Outdated", "#8a8a8a"),
+    "failed": ("Failed", "#c0392b"),
+}
+
+
+class StateBadge(QLabel):
+    """A small coloured label naming a run's state (:data:`STATE_LOOKS`)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        width = max(self.fontMetrics().horizontalAdvance(text) for text, _ in STATE_LOOKS.values())
+        self.setMinimumWidth(width + 14)
+        self.state = None
+        self.set_state("idle")
+
+    def set_state(self, state):
+        text, colour = STATE_LOOKS[state]
+        self.state = state
+        self.setText(text)
+        self.setStyleSheet(f"color: white; background: {colour}; border-radius: 3px; padding: 1px 5px;")
+
+
+def style_bar(bar, state):
+    """Colour a progress bar's filled part by ``state`` (:data:`STATE_LOOKS`)."""
+    bar.setProperty("state", state)
+    bar.setStyleSheet(f"QProgressBar {{ border: 1px solid #999; border-radius: 3px; text-align: center; }}"
+                      f"QProgressBar::chunk {{ background: {STATE_LOOKS[state][1]}; }}")
+
+
+class IntegerAxis(pg.AxisItem):
+    """An axis whose ticks fall on integers only (iteration counts): never 0.5 or 2.5."""
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802, N803  (pyqtgraph's names)
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
+                  if spacing >= 1 and float(spacing).is_integer()]
+        return levels or [(1.0, 0.0)]
+
+
+class LivePanel(QWidget):
+    """The true patch beside the live estimate, the curves, the state and the transport buttons."""
+
+    play_clicked = pyqtSignal()
+    step_clicked = pyqtSignal()
+    stop_clicked = pyqtSignal()
+    delay_changed = pyqtSignal(int)
+
+    REAL_VALUED_NOTE = "Real-valued run: no bits, so no bit consistency (the objective is the l1 misfit)"
+    NOT_STARTED = "Live estimate: not started (Space plays, S steps)"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.original = ImageCanvas("True patch")
+        self.estimate = ImageCanvas(self.NOT_STARTED)
+        self.objective_plot = pg.PlotWidget(axisItems={"bottom": IntegerAxis("bottom")})
+        self.consistency_plot = pg.PlotWidget(axisItems={"bottom": IntegerAxis("bottom")})
+        for plot, title, label in ((self.objective_plot, "Objective", "objective"),
+                                   (self.consistency_plot, "Bit consistency", "consistent bits (%)")):
+            plot.setTitle(title, size="10pt")
+            plot.setLabel("bottom", "iteration")
+            plot.setLabel("left", label)
+            plot.showGrid(x=True, y=True, alpha=0.25)
+            plot.setMouseEnabled(False, False)
+            plot.setAcceptDrops(False)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            adopt_menus(plot.getPlotItem(), self)
+        self.objective_curve = self.objective_plot.plot(pen=pg.mkPen((255, 170, 0), width=2))
+        self.consistency_curve = self.consistency_plot.plot(pen=pg.mkPen((0, 200, 255), width=2))
+        self.consistency_note = QLabel(self.REAL_VALUED_NOTE)
+        self.consistency_note.setWordWrap(True)
+        self.consistency_note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.consistency_note.setVisible(False)
+        self.iteration_label = ElidedLabel("iteration 0", elide=Qt.TextElideMode.ElideRight,
+                                           align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.iteration_label.setToolTip("Iterations the live solver has done for this patch, and why it stopped")
+        self.badge = StateBadge()
+        self.badge.setToolTip("State of the live solver")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("%v / %m")
+        self.progress.setMinimumWidth(60)
+        self.progress.setToolTip("Iterations done of the solver's budget")
+        style_bar(self.progress, "idle")
+        self.play_button = QPushButton("Play")
+        self.play_button.setToolTip("Play / pause the live solver (Space)")
+        self.step_button = QPushButton("Step")
+        self.step_button.setToolTip("Pause and do one iteration (S)")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the live solver (Esc)")
+        self.delay = QSpinBox()
+        self.delay.setRange(0, 500)
+        self.delay.setSuffix(" ms/it")
+        self.delay.setPrefix("delay ")
+        self.delay.setToolTip("Slow motion: wait this long between iterations while playing")
+        self.play_button.clicked.connect(self.play_clicked)
+        self.step_button.clicked.connect(self.step_clicked)
+        self.stop_button.clicked.connect(self.stop_clicked)
+        self.delay.valueChanged.connect(self.delay_changed)
+
+        buttons = QHBoxLayout()
+        for widget in (self.play_button, self.step_button, self.stop_button):
+            widget.setMaximumWidth(widget.fontMetrics().horizontalAdvance("Pause") + 28)
+            buttons.addWidget(widget)
+        buttons.addWidget(self.delay)
+        buttons.addWidget(self.badge)
+        buttons.addWidget(self.progress, 1)
+        plots = QVBoxLayout()
+        plots.addWidget(self.objective_plot)
+        plots.addWidget(self.consistency_plot)
+        plots.addWidget(self.consistency_note)
+        top = QHBoxLayout()
+        top.addWidget(self.original, 1)
+        top.addWidget(self.estimate, 1)
+        top.addLayout(plots, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(3)
+        layout.addLayout(top, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.iteration_label)
+        self.set_budget(1)
+
+    def set_state_text(self, state):
+        """The solver's state (:class:`~lbdviewer.gui.workers.JobRunner` ``state_changed``): button, badge, bar."""
+        self.play_button.setText("Pause" if state == "running" else "Play")
+        self.badge.set_state(state)
+        style_bar(self.progress, state)
+
+    def set_binary(self, binary):
+        """Bit consistency exists for bits only: hide its plot (and say why) for real values."""
+        self.consistency_plot.setVisible(binary)
+        self.consistency_note.setVisible(not binary)
+
+    def set_budget(self, iterations):
+        """The iteration budget: the plots' x range (so they never show an empty -5..5) and the bar's end."""
+        iterations = max(int(iterations), 1)
+        for plot in (self.objective_plot, self.consistency_plot):
+            plot.setXRange(1, max(iterations, 2), padding=0.02)
+        self.consistency_plot.setYRange(50, 100, padding=0.02)
+        self.objective_plot.setYRange(0, 1, padding=0.02)
+        self.progress.setRange(0, iterations)
+
+    def show_progress(self, text, objective, consistency):
+        self.iteration_label.setText(text)
+        iterations = np.arange(1, len(objective) + 1)
+        objective = np.asarray(objective, dtype=float)
+        self.objective_curve.setData(iterations, objective)
+        if objective.size:
+            top = float(np.max(objective))
+            self.objective_plot.setYRange(0, top if top > 0 else 1, padding=0.05)
+        self.progress.setValue(min(len(objective), self.progress.maximum()))
+        if consistency is not None and len(consistency):
+            percent = 100.0 * np.asarray(consistency, dtype=float)
+            self.consistency_curve.setData(iterations[: len(consistency)], percent)
+            self.consistency_plot.setYRange(min(50.0, float(np.floor(percent.min()))), 100, padding=0.02)
+        else:
+            self.consistency_curve.setData([], [])
+
+    def reset(self, title=None):
+        """Nothing solved yet: no estimate (never the previous run's shown as current), empty curves."""
+        self.iteration_label.setText("iteration 0")
+        self.objective_curve.setData([], [])
+        self.consistency_curve.setData([], [])
+        self.progress.setValue(0)
+        self.estimate.clear_array(title or self.NOT_STARTED)
+
+
+class WholeImagePanel(QWidget):
+    """Original and whole-image reconstruction side by side, with progress, state, coverage and cancel."""
+
+    run_clicked = pyqtSignal()
+    cancel_clicked = pyqtSignal()
+    edges_toggled = pyqtSignal(bool)
+    coverage_toggled = pyqtSignal(bool)
+
+    EDGE_COLOUR = (255, 40, 40, 230)
+    UNCOVERED_COLOUR = (40, 90, 255, 110)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.original = ImageCanvas("Original", interactive=True)
+        self.result = ImageCanvas("Reconstruction", interactive=True)
+        self.result.view.setXLink(self.original.view)
+        self.result.view.setYLink(self.original.view)
+        self.edges_item = pg.ImageItem(axisOrder="row-major")
+        self.edges_item.setZValue(10)
+        self.result.view.addItem(self.edges_item)
+        self.coverage_item = pg.ImageItem(axisOrder="row-major")
+        self.coverage_item.setZValue(9)
+        self.result.view.addItem(self.coverage_item)
+        self.run_button = QPushButton("Reconstruct image")
+        self.run_button.setToolTip("Reconstruct the whole image with the current parameters (Ctrl+R)")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Cancel the whole-image reconstruction (Esc)")
+        self.cancel_button.setEnabled(False)
+        self.badge = StateBadge()
+        self.badge.setToolTip("State of the whole-image reconstruction")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setValue(0)
+        self.progress.setFormat("%p%")
+        style_bar(self.progress, "idle")
+        self.edges_box = QCheckBox("edges")
+        self.edges_box.setToolTip("Overlay the edges of the original on the reconstruction (as in the paper's Fig. 7)")
+        self.coverage_box = QCheckBox("uncovered")
+        self.coverage_box.setToolTip("Tint the pixels no patch or keypoint reaches (they are not reconstructed)")
+        self.run_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
+                                     align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.run_label.setToolTip("What ran")
+        self.metrics_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
+                                         align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.run_button.clicked.connect(self.run_clicked)
+        self.cancel_button.clicked.connect(self.cancel_clicked)
+        self.edges_box.toggled.connect(self.edges_toggled)
+        self.coverage_box.toggled.connect(self.coverage_toggled)
+
+        controls = QHBoxLayout()
+        controls.addWidget(self.run_button)
+        controls.addWidget(self.cancel_button)
+        controls.addWidget(self.badge)
+        controls.addWidget(self.progress, 1)
+        details = QHBoxLayout()
+        details.addWidget(self.edges_box)
+        details.addWidget(self.coverage_box)
+        details.addWidget(self.run_label, 1)
+        views = QHBoxLayout()
+        views.addWidget(self.original)
+        views.addWidget(self.result)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(3)
+        layout.addLayout(views, 1)
+        layout.addLayout(controls)
+        layout.addLayout(details)
+        layout.addWidget(self.metrics_label)
+
+    def set_running(self, running):
+        self.run_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+
+    def set_state(self, state):
+        """Badge and bar colour of the run's state (:data:`STATE_LOOKS`)."""
+        self.badge.set_state(state)
+        style_bar(self.progress, state)
+
+    def set_edges(self, edges):
+        """Overlay a boolean edge map (None hides it)."""
+        self._set_mask(self.edges_item, edges, self.EDGE_COLOUR)
+
+    def set_uncovered(self, uncovered):
+        """Tint a boolean map of the pixels no patch reaches (None hides it)."""
+        self._set_mask(self.coverage_item, uncovered, self.UNCOVERED_COLOUR)
+
+    @staticmethod
+    def _set_mask(item, mask, colour):
+        if mask is None:
+            item.clear()
+            return
+        rgba = np.zeros(mask.shape + (4,), dtype=np.uint8)
+        rgba[mask] = colour
+        item.setImage(rgba, autoLevels=False, levels=(0, 255))
