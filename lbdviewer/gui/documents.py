@@ -320,7 +320,12 @@ class DocumentActions:
     def _select_default_keypoint(self):
         """The keypoint nearest the patch the user was looking at (a library's), or the strongest (a file's)."""
         features = self.session.keypoint_features
-        if features is None or len(features.keypoints) == 0:
+        if features is None:
+            return
+        if len(features.keypoints) == 0:
+            self.show_status(f"{descriptor_label(features.descriptor)} kept no keypoint in this image: nothing to "
+                             "show or solve", 15000)
+            self.session.clear_live()
             return
         if self.session.mode == "library":
             x, y = self.source.patch_position()

@@ -39,7 +39,7 @@ SHORTCUTS = (
     ("S", "Pause and do one iteration of the live solver"),
     ("Esc", "Stop the live solver and the whole-image job"),
     ("Ctrl+R", "Reconstruct the whole image (or invert the features)"),
-    ("]  /  [", "Next / previous keypoint (library descriptors, feature files)"),
+    ("] / [", "Next / previous keypoint (library descriptors, feature files)"),
     ("Ctrl+W", "Close the feature file"),
     ("F1", "Keyboard shortcuts"),
     ("Ctrl+Q", "Quit"),

@@ -122,7 +122,7 @@ class SessionPresenter:
             whole.progress.setValue(0)
             whole.metrics_label.setText("")
             whole.run_label.setText("")
-            whole.set_state("idle")
+            whole.set_state("idle", "Not run yet: Ctrl+R reconstructs the whole image")
         if session.live is None:
             self.show_live(None)
         if not session.keypoint_mode:
@@ -280,7 +280,7 @@ class SessionPresenter:
         shown, levels, display = self.display(update.estimate, reference=run.patch)
         live.estimate.show_array(shown, levels=levels, metadata={**metadata, "iteration": update.iteration,
                                                                  "display": display})
-        what = "Live estimate" if run.keypoint is None else f"Live estimate from {descriptor_label(run.descriptor)}'s bits"
+        what = "Live estimate" if run.keypoint is None else f"Estimate from {descriptor_label(run.descriptor)}'s bits"
         live.estimate.set_title(what if run.status != "cancelled" else f"{what} (stopped)")
         live.show_progress(run.summary(), update.objective, update.bit_consistency)
 
@@ -292,9 +292,9 @@ class SessionPresenter:
         panel = self.whole
         running = run.status == "running"
         panel.set_running(running)
-        panel.set_state("outdated" if run.stale and run.status == "completed" else run.status)
+        panel.set_state("outdated" if run.stale and run.status == "completed" else run.status, run.title())
         panel.progress.setValue(int(round(100 * run.fraction)))
-        panel.result.set_title(run.title())
+        panel.result.set_title(run.short_title())
         panel.run_label.setText(run.label())
         now = self.clock()
         if running and not redraw and run.estimate is not None \

@@ -40,6 +40,10 @@ STATE_LOOKS = {
 }
 
 
+#: The live plots show at least this many iterations on their x axis.
+MIN_ITERATIONS_SHOWN = 10
+
+
 class StateBadge(QLabel):
     """A small coloured label naming a run's state (:data:`STATE_LOOKS`)."""
 
@@ -138,7 +142,6 @@ class LivePanel(QWidget):
 
         buttons = QHBoxLayout()
         for widget in (self.play_button, self.step_button, self.stop_button):
-            widget.setMaximumWidth(widget.fontMetrics().horizontalAdvance("Pause") + 28)
             buttons.addWidget(widget)
         buttons.addWidget(self.delay)
         buttons.addWidget(self.badge)
@@ -171,29 +174,31 @@ class LivePanel(QWidget):
         self.consistency_note.setVisible(not binary)
 
     def set_budget(self, iterations):
-        """The iteration budget: the plots' x range (so they never show an empty -5..5) and the bar's end."""
-        iterations = max(int(iterations), 1)
+        """The iteration budget (the bar's end); the plots start on iterations 1 to 10, never an empty -5..5."""
+        self.progress.setRange(0, max(int(iterations), 1))
+        self._frame_plots(0)
+
+    def _frame_plots(self, count, top=1.0, lowest=50.0):
+        """x: iterations 1 to ``count`` (at least 10); y: 0 to ``top`` and ``lowest`` to 100 %."""
         for plot in (self.objective_plot, self.consistency_plot):
-            plot.setXRange(1, max(iterations, 2), padding=0.02)
-        self.consistency_plot.setYRange(50, 100, padding=0.02)
-        self.objective_plot.setYRange(0, 1, padding=0.02)
-        self.progress.setRange(0, iterations)
+            plot.setXRange(1, max(int(count), MIN_ITERATIONS_SHOWN), padding=0.02)
+        self.objective_plot.setYRange(0, top if top > 0 else 1.0, padding=0.05)
+        self.consistency_plot.setYRange(lowest, 100, padding=0.02)
 
     def show_progress(self, text, objective, consistency):
         self.iteration_label.setText(text)
         iterations = np.arange(1, len(objective) + 1)
         objective = np.asarray(objective, dtype=float)
         self.objective_curve.setData(iterations, objective)
-        if objective.size:
-            top = float(np.max(objective))
-            self.objective_plot.setYRange(0, top if top > 0 else 1, padding=0.05)
         self.progress.setValue(min(len(objective), self.progress.maximum()))
+        lowest = 50.0
         if consistency is not None and len(consistency):
             percent = 100.0 * np.asarray(consistency, dtype=float)
             self.consistency_curve.setData(iterations[: len(consistency)], percent)
-            self.consistency_plot.setYRange(min(50.0, float(np.floor(percent.min()))), 100, padding=0.02)
+            lowest = min(lowest, float(np.floor(percent.min())))
         else:
             self.consistency_curve.setData([], [])
+        self._frame_plots(len(objective), float(np.max(objective)) if objective.size else 1.0, lowest)
 
     def reset(self, title=None):
         """Nothing solved yet: no estimate (never the previous run's shown as current), empty curves."""
@@ -201,6 +206,7 @@ class LivePanel(QWidget):
         self.objective_curve.setData([], [])
         self.consistency_curve.setData([], [])
         self.progress.setValue(0)
+        self._frame_plots(0)
         self.estimate.clear_array(title or self.NOT_STARTED)
 
 
@@ -243,6 +249,12 @@ class WholeImagePanel(QWidget):
         self.edges_box.setToolTip("Overlay the edges of the original on the reconstruction (as in the paper's Fig. 7)")
         self.coverage_box = QCheckBox("uncovered")
         self.coverage_box.setToolTip("Tint the pixels no patch or keypoint reaches (they are not reconstructed)")
+        self.state_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
+                                       align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.state_label.setToolTip("State of the reconstruction shown")
+        font = self.state_label.font()
+        font.setBold(True)
+        self.state_label.setFont(font)
         self.run_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
                                      align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.run_label.setToolTip("What ran")
@@ -269,6 +281,7 @@ class WholeImagePanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.setSpacing(3)
         layout.addLayout(views, 1)
+        layout.addWidget(self.state_label)  # across the panel: a state is read in full
         layout.addLayout(controls)
         layout.addLayout(details)
         layout.addWidget(self.metrics_label)
@@ -277,10 +290,12 @@ class WholeImagePanel(QWidget):
         self.run_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
 
-    def set_state(self, state):
-        """Badge and bar colour of the run's state (:data:`STATE_LOOKS`)."""
+    def set_state(self, state, text=""):
+        """Badge, bar colour and state line (``text``, in the state's colour) of the run's state (:data:`STATE_LOOKS`)."""
         self.badge.set_state(state)
         style_bar(self.progress, state)
+        self.state_label.setText(text)
+        self.state_label.setStyleSheet(f"color: {STATE_LOOKS[state][1]};")
 
     def set_edges(self, edges):
         """Overlay a boolean edge map (None hides it)."""

@@ -170,8 +170,20 @@ class WholeRun:
         """Share of the image's pixels some patch or keypoint reaches (None before the result)."""
         return None if self.result is None else float(np.mean(self.result.covered))
 
+    def short_title(self):
+        """The reconstruction canvas's own title: what it shows, in a word or two (the state line says more).
+
+        Examples
+        --------
+        >>> WholeRun({}, "consistency", "joint", "x", status="cancelled").short_title()
+        'Reconstruction (cancelled)'
+        """
+        if self.status == "completed":
+            return "Reconstruction (outdated)" if self.stale else "Reconstruction"
+        return f"Reconstruction ({self.status})"
+
     def title(self):
-        """The reconstruction panel's title: the run's state in a few words (what ran is :meth:`label`).
+        """The run's state in a few words, read across the panel (what ran is :meth:`label`).
 
         Examples
         --------
@@ -199,8 +211,8 @@ class WholeRun:
         if self.stale:
             return "Outdated: parameters changed (Ctrl+R to run again)"
         if self.compared_with:
-            return f"Reconstruction compared with {self.compared_with} (not its original)"
-        return "Reconstruction"
+            return f"Done; compared with {self.compared_with}, not its original"
+        return "Done"
 
     def label(self):
         """What ran, in a few words: descriptor, mode, solver, sites.

@@ -147,7 +147,7 @@ def live_record(kind, session, *, display=None, extra=None):
         parameters = {"descriptor": view.descriptor, "m": view.m, "binary": True, "iterations": p["iterations"],
                       "keypoint": view.record(), "descriptor_params": _features_of(session).model_params()}
         source = source_record(session, array=run.patch) if run.patch is not None else source_record(session)
-        where = {"keypoint": view.index}
+        where = {}  # the keypoint's record says where
     parameters["method"] = run.method
     parameters.update(_solver_choice(p, run.method))
     quality = {}

@@ -297,11 +297,15 @@ class JobRunner(QObject):
             self.state_changed.emit("paused")
 
     def stop(self):
-        """Ask the current job to end; its late items are dropped."""
+        """Ask the current job to end; its late items are dropped.
+
+        The gate ends the generator at its next unit (superqt's own quit
+        would leave it suspended, never closed): :func:`gated` then closes
+        the core's generator, whose ``finally`` clauses run on the worker.
+        """
         if self._worker is None:
             return
         self._gate.stop()
-        self._worker.quit()
         self._job += 1
         self._worker = self._gate = None
         self.finished.emit(False)

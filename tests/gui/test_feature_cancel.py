@@ -54,7 +54,7 @@ def test_esc_stops_a_feature_file_inversion_at_once(qtbot, window, many_keypoint
     assert seconds < ESC_WITHIN_S
     run = window.session.whole
     assert run.status == "cancelled" and run.result is None
-    title = window.whole.result.title_text()
+    title = window.whole.state_label.full_text()
     if phase == "set-up":
         assert title == "Cancelled before any estimate" and run.estimate is None
     else:

@@ -80,7 +80,7 @@ def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qt
     run = window.session.whole
     assert run.status == "cancelled" and run.result is None and run.estimate is not None
     assert run.method == "coherent" and 15 <= run.iterations_run < DEFAULT_ITERATIONS[("joint", "coherent")]
-    assert window.whole.result.title_text().startswith("Cancelled at") and window.whole.result.is_dimmed()
+    assert window.whole.state_label.full_text().startswith("Cancelled at") and window.whole.result.is_dimmed()
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "partial.png"))
     record = read_sidecar(sidecar)  # strict JSON, the run-record schema
     assert record["status"] == "cancelled" and record["solver"]["method"] == "coherent"

@@ -260,7 +260,7 @@ def test_a_running_estimate_is_redrawn_at_most_every_half_second_and_the_progres
     drawn = panel.result.array.copy()
     session.whole_progress(WholeUpdate(0.4, first))
     session.whole_ended(False)  # an ended run is drawn at once
-    assert panel.result.title_text().startswith("Cancelled at 40 %") and not np.array_equal(panel.result.array, drawn)
+    assert panel.state_label.full_text().startswith("Cancelled at 40 %") and not np.array_equal(panel.result.array, drawn)
 
 
 def test_feature_file_shows_keypoints_and_inverts_them(window, make_image, open_extracted_features):
@@ -278,17 +278,18 @@ def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, wind
     image = np.tile(make_image(), (2, 2))
     original = tmp_path / "original.png"
     save_png(original, image)
-    open_extracted_features(image, "orb", n_keypoints=20, timeout=20000)
+    open_extracted_features(image, "orb", n_keypoints=20, timeout=20000, image_file=original)
     inversion = window.session.whole.result
     assert window.whole.result.metadata["display"]["rule"] == "percentile"  # no original to fit to
     assert "PSNR" not in window.whole.metrics_label.text()  # nothing to compare with yet
-    load(qtbot, window, original)
-    assert window.session.whole.result is inversion  # the inversion stays ...
+    with qtbot.waitSignal(window.metrics_finished, timeout=20000):  # measured on a worker
+        load(qtbot, window, original)
+    assert window.session.whole.result is inversion and window.session.pairing == "original"  # the inversion stays
     assert window.whole.result.metadata["display"]["rule"] == "fit"  # ... now shown fitted to the original
     np.testing.assert_allclose(window.whole.original.array, window.session.image)
     assert window.session.image.any() and len(window.source.keypoints_item.getData()[0]) > 0
     assert "r = " in window.whole.metrics_label.text()
-    assert "original.png" in window.whole.original.title_text()
+    assert "original.png" in window.source.title_text() and "its original" in window.source.title_text()
 
 
 def test_bad_feature_file_keeps_previous_image(qtbot, window, tmp_path):
