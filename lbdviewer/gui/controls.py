@@ -350,6 +350,8 @@ class ParametersPanel(QWidget):
         unused : dict, optional
             ``name -> reason``: disabled, the reason in the tooltip.
         """
+        if (line, dict(fixed or {}), dict(unused or {})) == (self.document_line.text(), self.fixed, self.unused):
+            return  # unchanged: no form to redraw
         self.fixed = dict(fixed or {})
         self.unused = dict(unused or {})
         self.document_line.setText(line)

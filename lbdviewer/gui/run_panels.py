@@ -13,6 +13,7 @@ import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Q
 import numpy as np
 import pyqtgraph as pg
 from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtGui import QColor, QPalette
 from PyQt6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -26,6 +27,8 @@ from PyQt6.QtWidgets import (
 
 from lbdviewer.gui.canvas import ElidedLabel, ImageCanvas, adopt_menus
 
+#: The live plots show at least this many iterations on their x axis.
+MIN_ITERATIONS_SHOWN = 10
 #: State -> (label, colour): the badge beside a run's bar and the bar's colour.
 STATE_LOOKS = {
     "idle": ("Idle", "#7a7a7a"),
@@ -44,29 +47,65 @@ STATE_LOOKS = {
 MIN_ITERATIONS_SHOWN = 10
 
 
+def _recolour(widget, roles):
+    """Set palette colours (``{role: "#rrggbb"}``) of ``widget``: no style sheet, so no re-polish on every change."""
+    palette = widget.palette()
+    for role, colour in roles.items():
+        palette.setColor(role, QColor(colour))
+    widget.setPalette(palette)
+
+
 class StateBadge(QLabel):
     """A small coloured label naming a run's state (:data:`STATE_LOOKS`)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAutoFillBackground(True)
+        self.setMargin(2)
         width = max(self.fontMetrics().horizontalAdvance(text) for text, _ in STATE_LOOKS.values())
         self.setMinimumWidth(width + 14)
         self.state = None
         self.set_state("idle")
 
+    def colour(self):
+        """The badge's background colour (``#rrggbb``)."""
+        return self.palette().color(QPalette.ColorRole.Window).name()
+
     def set_state(self, state):
+        if state == self.state:
+            return
         text, colour = STATE_LOOKS[state]
         self.state = state
         self.setText(text)
-        self.setStyleSheet(f"color: white; background: {colour}; border-radius: 3px; padding: 1px 5px;")
+        _recolour(self, {QPalette.ColorRole.Window: colour, QPalette.ColorRole.WindowText: "#ffffff"})
 
 
 def style_bar(bar, state):
     """Colour a progress bar's filled part by ``state`` (:data:`STATE_LOOKS`)."""
-    bar.setProperty("state", state)
-    bar.setStyleSheet(f"QProgressBar {{ border: 1px solid #999; border-radius: 3px; text-align: center; }}"
-                      f"QProgressBar::chunk {{ background: {STATE_LOOKS[state][1]}; }}")
+    if bar.property("state") != state:
+        bar.setProperty("state", state)
+        _recolour(bar, {QPalette.ColorRole.Highlight: STATE_LOOKS[state][1]})
+
+
+def bar_colour(bar):
+    """The colour (``#rrggbb``) a progress bar fills with."""
+    return bar.palette().color(QPalette.ColorRole.Highlight).name()
+
+
+def nice_span(count, *, least=MIN_ITERATIONS_SHOWN):
+    """The x extent of a live plot for ``count`` iterations: at least ``least``, else the next of 1, 2, 5 x 10^k.
+
+    The axis then moves only now and then, not with every iteration.
+
+    Examples
+    --------
+    >>> nice_span(3), nice_span(12), nice_span(200), nice_span(201)
+    (10, 20, 200, 500)
+    """
+    count = max(int(count), least)
+    scale = 10 ** int(np.floor(np.log10(count)))
+    return next(step * scale for step in (1, 2, 5, 10) if step * scale >= count)
 
 
 class IntegerAxis(pg.AxisItem):
@@ -179,11 +218,15 @@ class LivePanel(QWidget):
         self._frame_plots(0)
 
     def _frame_plots(self, count, top=1.0, lowest=50.0):
-        """x: iterations 1 to ``count`` (at least 10); y: 0 to ``top`` and ``lowest`` to 100 %."""
+        """x: iterations 1 to ``count`` (at least 10); y: 0 to ``top`` and ``lowest`` to 100 % (set on a change only)."""
+        frame = (nice_span(count), top if top > 0 else 1.0, lowest)
+        if frame == getattr(self, "_frame", None):
+            return
+        self._frame = frame
         for plot in (self.objective_plot, self.consistency_plot):
-            plot.setXRange(1, max(int(count), MIN_ITERATIONS_SHOWN), padding=0.02)
-        self.objective_plot.setYRange(0, top if top > 0 else 1.0, padding=0.05)
-        self.consistency_plot.setYRange(lowest, 100, padding=0.02)
+            plot.setXRange(1, frame[0], padding=0.02)
+        self.objective_plot.setYRange(0, frame[1], padding=0.05)
+        self.consistency_plot.setYRange(frame[2], 100, padding=0.02)
 
     def show_progress(self, text, objective, consistency):
         self.iteration_label.setText(text)
@@ -292,10 +335,11 @@ class WholeImagePanel(QWidget):
 
     def set_state(self, state, text=""):
         """Badge, bar colour and state line (``text``, in the state's colour) of the run's state (:data:`STATE_LOOKS`)."""
+        if state != self.badge.state:
+            _recolour(self.state_label, {QPalette.ColorRole.WindowText: STATE_LOOKS[state][1]})
         self.badge.set_state(state)
         style_bar(self.progress, state)
         self.state_label.setText(text)
-        self.state_label.setStyleSheet(f"color: {STATE_LOOKS[state][1]};")
 
     def set_edges(self, edges):
         """Overlay a boolean edge map (None hides it)."""

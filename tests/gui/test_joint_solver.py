@@ -73,7 +73,8 @@ def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qt
     window.controls.set_value("joint_solver", "coherent")
     window.rebuild()
     window.run_whole()  # ~1300 iterations, ~20x the wait below
-    qtbot.waitUntil(lambda: window.session.whole.estimate is not None, timeout=10000)  # the solver has begun
+    qtbot.waitUntil(lambda: window.session.whole.estimate is not None and (window.session.whole.iterations_run or 0) >= 15,
+                    timeout=10000)  # the solver has run a while
     with qtbot.waitSignal(window.whole_finished, timeout=5000) as blocker:
         QTest.keyClick(window, Qt.Key.Key_Escape)
     assert blocker.args == [False]

@@ -5,7 +5,7 @@ from PyQt6.QtCore import Qt
 from PyQt6.QtTest import QTest
 
 from lbdviewer import io
-from lbdviewer.gui.run_panels import STATE_LOOKS
+from lbdviewer.gui.run_panels import STATE_LOOKS, bar_colour
 
 
 def live_done(qtbot, window, timeout=20000):
@@ -52,26 +52,26 @@ def test_running_paused_stopped_and_cancelled_look_different(qtbot, window):
     window.rebuild()
     qtbot.waitUntil(lambda: window.session.live.update is not None, timeout=10000)
     looks = {}
-    looks["running"] = (window.live.badge.text(), window.live.progress.styleSheet())
+    looks["running"] = (window.live.badge.text(), bar_colour(window.live.progress), window.live.badge.colour())
     window.play_pause()
-    looks["paused"] = (window.live.badge.text(), window.live.progress.styleSheet())
+    looks["paused"] = (window.live.badge.text(), bar_colour(window.live.progress), window.live.badge.colour())
     window.live_runner.stop()
-    looks["stopped"] = (window.live.badge.text(), window.live.progress.styleSheet())
-    assert [text for text, _ in looks.values()] == ["Running", "Paused", "Stopped"]
-    assert len({style for _, style in looks.values()}) == 3  # three bar colours
-    for state, (_, style) in looks.items():
-        assert STATE_LOOKS[state][1] in style
+    looks["stopped"] = (window.live.badge.text(), bar_colour(window.live.progress), window.live.badge.colour())
+    assert [text for text, _, _ in looks.values()] == ["Running", "Paused", "Stopped"]
+    assert len({bar for _, bar, _ in looks.values()}) == 3  # three bar colours
+    for state, (_, bar, badge) in looks.items():
+        assert bar == badge == STATE_LOOKS[state][1]
 
     window.parameters.offset = 1
     window.parameters.mode = "patches"
     window.rebuild()
     window.run_whole()
-    assert window.whole.badge.text() == "Running" and STATE_LOOKS["running"][1] in window.whole.progress.styleSheet()
+    assert window.whole.badge.text() == "Running" and bar_colour(window.whole.progress) == STATE_LOOKS["running"][1]
     qtbot.waitUntil(lambda: window.session.whole.fraction > 0.11, timeout=20000)
     with qtbot.waitSignal(window.whole_finished, timeout=10000):
         window.cancel_whole()
     assert window.whole.badge.text() == "Cancelled"
-    assert STATE_LOOKS["cancelled"][1] in window.whole.progress.styleSheet()
+    assert bar_colour(window.whole.progress) == STATE_LOOKS["cancelled"][1]
     title = window.whole.state_label.full_text()
     assert title.startswith("Cancelled at") and title.endswith("%: partial estimate")
 
