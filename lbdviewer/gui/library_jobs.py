@@ -208,7 +208,7 @@ def keypoint_view(features, index, images=None):
         (placed,) = model.keypoint_patterns(one)
         pattern = placed.pattern
         operator = DescriptorOperator(pattern)
-        overlay = pattern_overlay(pattern)
+        overlay = pattern_overlay(pattern, kernel_shapes=True)
         level, scale, origin = placed.level, float(placed.scale), tuple(int(v) for v in placed.origin)
         patch = None if images is None else keypoint_patches(images, [placed])[0]
     yield KeypointView(index, features.descriptor, _keypoint_dict(one), int(level), scale,

@@ -117,17 +117,22 @@ def box_overlay(centers, radii, pairs):
     return Overlay((centers + 0.5)[pairs], outlines, pairs, "boxes")
 
 
-def pattern_overlay(pattern):
-    """The overlay of a :class:`~lbdviewer.patterns.base.Pattern`: boxes for a box kernel, else circles.
+def pattern_overlay(pattern, *, kernel_shapes=False):
+    """The overlay of a :class:`~lbdviewer.patterns.base.Pattern`: circles of radius sigma.
+
+    With ``kernel_shapes`` a box field is drawn as the rectangle of pixels it
+    averages (a library's exact geometry) rather than as the paper draws its
+    receptive fields.
 
     Examples
     --------
     >>> from lbdviewer.patterns.families import make_pattern
-    >>> overlay = pattern_overlay(make_pattern("freak", patch_size=32, m=64))
-    >>> overlay.kind, overlay.m, overlay.outlines.shape[0]
-    ('circles', 64, 43)
+    >>> freak = make_pattern("freak", patch_size=32, m=64)
+    >>> overlay = pattern_overlay(freak)
+    >>> overlay.kind, overlay.m, overlay.outlines.shape[0], pattern_overlay(freak, kernel_shapes=True).kind
+    ('circles', 64, 43, 'boxes')
     """
-    if pattern.kernel == "box":
+    if kernel_shapes and pattern.kernel == "box":
         return box_overlay(pattern.centers, pattern.radii, pattern.pairs)
     return circle_overlay(pattern.centers, pattern.sigmas, pattern.pairs)
 
