@@ -274,7 +274,7 @@ class DocumentActions:
         features = loaded.content
         self._stop_document_jobs()
         self.session.set_features(features, loaded.source, sha256=loaded.sha256)
-        self.whole_runner.start(self.session.start_features())
+        self.start_whole_job(self.session.start_features())
         self._loaded(loaded, f"Feature file {os.path.basename(loaded.source)}: {len(features.keypoints)} "
                              f"{descriptor_label(features.descriptor)} keypoints; inverting their bits…")
 

@@ -14,13 +14,14 @@ import time
 
 import numpy as np
 
-from lbdviewer.evaluation.display import display_original, display_stretch
+from lbdviewer.gui.jobs import DisplayChoice
 from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.overlay import pattern_overlay
 
 #: A running whole-image run's estimate is drawn again at most this often (seconds; its progress follows every
-#: update): the display rule costs ~35 ms a 512x512 frame on the main thread, and drawing ten frames a second
-#: made the window's solve of camera 2.4-2.6x the core's time (one process; 1.3x at this interval).
+#: update): drawing ten frames a second made the window's solve of camera 2.4-2.6x the core's time (one
+#: process; 1.3x at this interval). The worker maps the estimate for display at the same pace
+#: (:func:`lbdviewer.gui.jobs.with_display`); an update without that mapping is mapped here, as rarely.
 ESTIMATE_REDRAW_SECONDS = 0.5
 
 
@@ -46,8 +47,11 @@ class SessionPresenter:
         self.controls = controls
         self.status_label = status_label
         self.stretch = stretch
+        self.choice = DisplayChoice(stretch.isChecked())  # read by the workers that map estimates for display
+        stretch.toggled.connect(lambda checked: setattr(self.choice, "stretch", bool(checked)))
         self.clock = time.monotonic  # seconds, for the redraw interval
         self._estimate_drawn_at = -np.inf  # when a running run's estimate was last drawn
+        self._drawn = None  # the worker's mapping of the estimate drawn last
 
     def panels(self):
         """Exportable canvases by name."""
@@ -70,10 +74,8 @@ class SessionPresenter:
         else percentiles; off: as solved, clipped to [0, 1]. ``record`` names
         the rule for the exports' run records.
         """
-        if self.stretch.isChecked():
-            shown = display_stretch(estimate, mask=mask, reference=reference)
-        else:
-            shown = display_original(estimate)
+        self.choice.stretch = self.stretch.isChecked()
+        shown = self.choice.apply(estimate, reference=reference, mask=mask)
         return shown.image, (0.0, 1.0), shown.record()
 
     def redraw_runs(self):
@@ -297,14 +299,24 @@ class SessionPresenter:
         panel.result.set_title(run.short_title())
         panel.run_label.setText(run.label())
         now = self.clock()
-        if running and not redraw and run.estimate is not None \
+        if run.shown is not None and not redraw:  # mapped on the worker: only drawn here
+            if run.shown is not self._drawn:
+                self._drawn = run.shown
+                panel.result.show_array(run.shown.image, levels=(0.0, 1.0),
+                                        metadata={"status": run.status, "stale": run.stale,
+                                                  "display": run.shown.record()})
+            else:
+                panel.result.metadata.update(status=run.status, stale=run.stale)
+        elif running and not redraw and run.estimate is not None \
                 and now - self._estimate_drawn_at < ESTIMATE_REDRAW_SECONDS:
             pass  # the estimate waits for the next redraw; progress and title are current
         elif run.estimate is None:
             panel.result.clear_array()
             self._estimate_drawn_at = -np.inf
+            self._drawn = None
         else:
             self._estimate_drawn_at = now if running else -np.inf
+            self._drawn = None
             if run.result is not None:
                 covered = run.result.covered
             elif run.mode == "patches":  # pixels no solved patch has reached yet are exactly 0

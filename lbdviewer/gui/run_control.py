@@ -9,7 +9,7 @@ nothing else), the whole image on another.
 
 from __future__ import annotations
 
-from lbdviewer.gui import preferences
+from lbdviewer.gui import jobs, preferences
 
 
 class RunActions:
@@ -119,9 +119,15 @@ class RunActions:
         except ValueError as error:
             self.show_error("Nothing to reconstruct", str(error))
             return
-        self.whole_runner.start(items)
+        self.start_whole_job(items)
         what = "Inverting the features" if self.session.whole.features else "Reconstructing the whole image"
         self.show_status(f"{what}…")
+
+    def start_whole_job(self, items):
+        """Run a whole-image job whose estimates the worker maps for display (the window only draws them)."""
+        reference = self.session.image if self.session.has_pixels else None
+        self.whole_runner.start(jobs.with_display(items, self.presenter.choice, reference=reference,
+                                                  mode=self.session.whole.mode))
 
     def cancel_whole(self):
         self.whole_runner.stop()

@@ -121,6 +121,8 @@ class WholeRun:
     compared_with : str or None
         The image's name when the metrics compare with an image that is not
         the features' original (File > Compare with image).
+    shown : lbdviewer.evaluation.display.Stretched or None
+        The latest estimate mapped for display by the worker (:func:`~lbdviewer.gui.jobs.with_display`).
     """
 
     parameters: dict
@@ -143,6 +145,7 @@ class WholeRun:
     metrics_pending: bool = False
     stage: str = "solving"
     compared_with: str | None = None
+    shown: object = None
 
     @property
     def features(self):

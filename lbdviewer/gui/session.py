@@ -186,8 +186,8 @@ class Session:
         self._set_pixels(np.ascontiguousarray(image, dtype=np.float64), source, sha256, preview)
         self.pairing, self.library_images = relation, None
         self._emit("image", self.image)
-        if self.whole is not None:
-            self._set_whole(replace(self.whole, metrics=None, metrics_pending=False,
+        if self.whole is not None:  # drawn again fitted to the image (shown=None), measured against it
+            self._set_whole(replace(self.whole, metrics=None, metrics_pending=False, shown=None,
                                     compared_with=self.name if relation == "compared" else None))
 
     def close_features(self):
@@ -466,6 +466,7 @@ class Session:
         if self.whole is None or self.whole.status != "running":
             return
         run = replace(self.whole, fraction=update.fraction, stage=update.stage,
+                      shown=update.shown if update.shown is not None else self.whole.shown,
                       estimate=update.image if update.image is not None else self.whole.estimate,
                       iterations_run=update.iterations_run if update.iterations_run is not None
                       else self.whole.iterations_run)
@@ -491,7 +492,8 @@ class Session:
                                     metrics_pending=False, stage="solving"))
         else:
             self._set_whole(replace(self.whole, status="cancelled", result=None, metrics=None,
-                                    metrics_pending=False, seconds=time.perf_counter() - self.whole.started))
+                                    metrics_pending=False, seconds=time.perf_counter() - self.whole.started,
+                                    shown=None))  # drawn again over the partial estimate
 
     def whole_failed(self, message):
         if self.whole is not None:
