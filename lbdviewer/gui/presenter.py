@@ -114,7 +114,7 @@ class SessionPresenter:
             whole.original.set_title("Original" if session.pairing != "compared"
                                      else f"Compared with {session.name} (not the features' original)")
         else:
-            whole.original.clear_array("Original: not in the feature file (File > Open its image)")
+            whole.original.clear_array("Original: not in the feature file")
         if session.whole is None:
             whole.result.clear_array("Reconstruction (Ctrl+R)")
             whole.result.set_dimmed(False)
