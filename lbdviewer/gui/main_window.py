@@ -30,7 +30,6 @@ from lbdviewer.gui.documents import DEFAULT_SAMPLE, DocumentActions
 from lbdviewer.gui.export_actions import Exporter
 from lbdviewer.gui.help import about_html, shortcuts_html, show_text_dialog
 from lbdviewer.gui.menus import WindowKeys, build_menus
-from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.panels import PatternPanel, SourceView
 from lbdviewer.gui.presenter import SessionPresenter
 from lbdviewer.gui.run_control import RunActions
@@ -250,10 +249,6 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
     def panels(self):
         """Exportable canvases by name."""
         return self.presenter.panels()
-
-    def descriptor_name(self):
-        """The descriptor shown, as the app names it."""
-        return descriptor_label(self.session.descriptor)
 
     # -- closing ---------------------------------------------------------------------
     def busy(self):
