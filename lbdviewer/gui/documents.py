@@ -303,7 +303,8 @@ class DocumentActions:
         self.live_runner.stop()
         self.describer.start(library_jobs.describe_library(self.session.image, descriptor, n_keypoints=n_keypoints,
                                                            image_sha256=self.session.sha256))
-        self.show_status(f"{descriptor_label(descriptor)} is detecting and describing keypoints…", 0)
+        self.show_status(f"{descriptor_label(descriptor)} is detecting and describing keypoints (its first use "
+                         "calibrates the model against the installed library: up to a minute)…", 0)
 
     def _on_described(self, item):
         """A worker's description (a library's of the image, or the model's images of a paired image)."""
