@@ -7,7 +7,8 @@
 from pathlib import Path
 
 GUI = Path(__file__).resolve().parent / "lbdviewer" / "gui"
-QT_FREE_GUI_MODULES = {"model.py", "session.py", "sidecars.py", "jobs.py", "presenter.py"}
+QT_FREE_GUI_MODULES = {"model.py", "session.py", "sidecars.py", "jobs.py", "presenter.py", "runs.py", "overlay.py",
+                       "library_jobs.py"}
 
 
 def pytest_ignore_collect(collection_path, config):

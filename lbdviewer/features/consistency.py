@@ -21,8 +21,7 @@ def library_bit_consistency(features, image):
     min_site : float
         Of the worst keypoint (NaN if none).
     """
-    params = {k: v for k, v in features.params.items() if k != "library"}
-    described = get_model(features.descriptor, **params).run_library(image, features.keypoints)
+    described = get_model(features.descriptor, **features.model_params()).run_library(image, features.keypoints)
     if len(described.index) == 0:
         return float("nan"), float("nan")
     agree = described.bits == features.bits()[described.index]

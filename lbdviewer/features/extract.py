@@ -14,7 +14,7 @@ __all__ = ["MIN_SIDE", "extract_features"]
 MIN_SIDE = 2 * 31 + 1
 
 
-def extract_features(image, descriptor, *, n_keypoints=500, name="image"):
+def extract_features(image, descriptor, *, n_keypoints=500, name="image", image_sha256=None):
     """Detect keypoints and describe them with the library of ``descriptor``.
 
     Keypoints come from OpenCV's ORB detector (FAST + Harris over the pyramid);
@@ -31,6 +31,10 @@ def extract_features(image, descriptor, *, n_keypoints=500, name="image"):
         dropped, weakest response first).
     name : str
         How error messages name the image.
+    image_sha256 : str, optional
+        SHA-256 (hex) of the image file, recorded as ``params["image_sha256"]``
+        so that a viewer can tell the image the features came from
+        (:attr:`FeatureSet.image_sha256`).
 
     Returns
     -------
@@ -59,8 +63,11 @@ def extract_features(image, descriptor, *, n_keypoints=500, name="image"):
         strongest = np.argsort(-keypoints.response, kind="stable")[:n_keypoints]
         keypoints = keypoints.take(np.sort(strongest))
     result = model.run_library(image, keypoints)
+    params = {**model.params(), "library": model.library_version()}
+    if image_sha256 is not None:
+        params["image_sha256"] = image_sha256
     return FeatureSet(
-        descriptor=descriptor, params={**model.params(), "library": model.library_version()},
+        descriptor=descriptor, params=params,
         image_shape=image.shape, keypoints=result.keypoints,
         descriptors=pack_bits(result.bits, bitorder=model.bitorder).reshape(len(result.keypoints),
                                                                             (model.n_bits + 7) // 8),

@@ -41,7 +41,7 @@ import numpy as np
 
 from lbdviewer.features.consistency import library_bit_consistency
 from lbdviewer.features.invert import invert_features
-from lbdviewer.features.keypoints import FeatureSet
+from lbdviewer.features.keypoints import FeatureSet, model_params
 from lbdviewer.libraries.registry import DESCRIPTORS, get_model
 
 __all__ = ["AUTO", "CANDIDATES", "CHANCE_AGREEMENT", "SAMPLE_KEYPOINTS", "candidate_agreements", "candidates_for",
@@ -258,7 +258,7 @@ def settle(entry, *, descriptor=None, image_shape=None):
     elif choice["method"] == "only candidate":
         notes.append(f"the file does not name its descriptor: {label(name, params)} is the only one of "
                      f"{entry.descriptors.shape[1]} bytes that fits its keypoints")
-    model = get_model(name, **{k: v for k, v in params.items() if k != "library"})
+    model = get_model(name, **model_params(params))
     n_bits = entry.n_bits if entry.n_bits is not None else model.n_bits
     if entry.descriptors.shape[1] != (n_bits + 7) // 8:
         raise ValueError(f"{where}: descriptors have {entry.descriptors.shape[1]} bytes a row; {name} with "
@@ -294,7 +294,7 @@ def agreement_check(features, image):
               "warning": None, "likelier": {}, "sampled": None}
     if math.isnan(overall) or overall >= CHANCE_AGREEMENT:
         return record
-    params = {k: v for k, v in features.params.items() if k != "library"}
+    params = features.model_params()
     named = label(features.descriptor, params)
     pool = candidates_for(features.descriptors.shape[1])
     if all(label(*c) != named for c in pool):

@@ -146,7 +146,7 @@ def level0_pattern(keypoint_pattern):
 
 def _model(features):
     """The library model of ``features`` with its parameters."""
-    return get_model(features.descriptor, **{k: v for k, v in features.params.items() if k != "library"})
+    return get_model(features.descriptor, **features.model_params())
 
 
 def keypoint_patterns(features):

@@ -89,8 +89,7 @@ def iter_invert_akaze(features):
     """
     import cv2
 
-    params = {k: v for k, v in features.params.items() if k != "library"}
-    model = Model(**params)
+    model = Model(**features.model_params())
     height, width = features.image_shape
     keypoints = features.keypoints
     bits = features.bits()

@@ -12,12 +12,30 @@ import numpy as np
 
 from lbdviewer.libraries.registry import DESCRIPTORS
 
-__all__ = ["FORMAT", "KEYPOINT_COLUMNS", "VERSION", "FeatureSet", "Keypoints", "validate"]
+__all__ = ["CONTEXT_PARAMS", "FORMAT", "KEYPOINT_COLUMNS", "VERSION", "FeatureSet", "Keypoints", "model_params",
+           "validate"]
 
 #: What a feature file written by lbdviewer says it is, and the version of its layout.
 FORMAT = "lbdviewer-features"
 VERSION = 1
 KEYPOINT_COLUMNS = ("x", "y", "size", "angle", "octave", "response")
+#: Keys of a feature file's ``params`` that record where the features came from, not how the descriptor was
+#: parameterised: the library's version and the SHA-256 (hex) of the image file they were extracted from.
+CONTEXT_PARAMS = ("library", "image_sha256")
+
+
+def model_params(params):
+    """The descriptor's own parameters in a feature file's ``params``: all but :data:`CONTEXT_PARAMS`.
+
+    What :func:`lbdviewer.libraries.registry.get_model` takes to rebuild the
+    model that wrote the file.
+
+    Examples
+    --------
+    >>> model_params({"n_bits": 256, "library": "opencv 4.10", "image_sha256": "ab" * 32})
+    {'n_bits': 256}
+    """
+    return {key: value for key, value in params.items() if key not in CONTEXT_PARAMS}
 
 
 def _column(values, name, n):
@@ -134,6 +152,20 @@ class FeatureSet:
     def __post_init__(self):
         validate(self)
 
+    @property
+    def image_sha256(self):
+        """SHA-256 (hex) of the image file the features were extracted from, as recorded; None if not recorded.
+
+        ``lbdviewer extract`` records it (``params["image_sha256"]``); files
+        written before it did, or by other programs, have none.
+        """
+        value = self.params.get("image_sha256")
+        return value if isinstance(value, str) else None
+
+    def model_params(self):
+        """The descriptor's parameters (:func:`model_params` of :attr:`params`)."""
+        return model_params(self.params)
+
     def bits(self):
         """Descriptors unpacked to ``{-1, +1}``, shape ``(K, n_bits)``."""
         unpacked = np.unpackbits(self.descriptors, axis=1, count=self.n_bits, bitorder=self.bitorder)
@@ -146,6 +178,10 @@ def validate(features):
         raise ValueError(f"unknown descriptor {features.descriptor!r}; expected one of {DESCRIPTORS}")
     if not isinstance(features.params, dict):
         raise ValueError(f"params must be a dict, got {type(features.params).__name__}")
+    digest = features.params.get("image_sha256")
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64
+                                   and all(c in "0123456789abcdef" for c in digest)):
+        raise ValueError(f"params['image_sha256'] must be 64 lower-case hex digits, got {digest!r}")
     shape = tuple(int(v) for v in np.asarray(features.image_shape).reshape(-1))
     if len(shape) != 2 or min(shape) < 1:
         raise ValueError(f"image_shape must be (height, width) of positive ints, got {features.image_shape!r}")

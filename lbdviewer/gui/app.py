@@ -1,9 +1,11 @@
-"""Start the app: ``lbdviewer [IMAGE] [--features FILE] [--no-restore] [--screenshot OUT.png --size WxH]``.
+"""Start the app: ``lbdviewer [IMAGE] [--features FILE] [--no-restore] [--screenshot OUT.png [--size WxH]]``.
 
 The window remembers its parameters, layout, folders and last image in the
 user's QSettings (organisation and application ``"lbdviewer"``). A
 screenshot and ``--no-restore`` run on an empty temporary store instead, so
-they start from the defaults and leave the user's settings alone.
+they start from the defaults and leave the user's settings alone: a
+screenshot shows what a first launch shows (the window fitted to the screen
+unless ``--size`` is given), once its work is done.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def run_app(args):
     Returns the process exit status.
     """
     screenshot = getattr(args, "screenshot", None)
-    size = parse_size(getattr(args, "size", None) or "1600x1000")
+    size = parse_size(args.size) if getattr(args, "size", None) else None
     if screenshot:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     elif sys.platform.startswith("linux") and not any(
@@ -69,7 +71,7 @@ def run_app(args):
 def _run_window(app, args, settings, size, screenshot):
     features = getattr(args, "features", None)
     window = MainWindow(settings, load_sample=not (args.image or features))
-    if screenshot:
+    if screenshot and size is not None:
         window.resize(*size)
     status = {"code": 0}
 
@@ -94,8 +96,8 @@ def _run_window(app, args, settings, size, screenshot):
 
 
 def _schedule_screenshot(app, window, path, status):
-    """Once the document is open, reconstruct the whole image; grab the window when all work is done."""
-    waited = {"ticks": 0, "whole_started": False}
+    """Grab the window once the work of its launch is done (what a user sees when it settles)."""
+    waited = {"ticks": 0}
 
     def check():
         waited["ticks"] += 1
@@ -103,18 +105,11 @@ def _schedule_screenshot(app, window, path, status):
             timer.stop()
             return
         timed_out = waited["ticks"] * 0.2 >= SCREENSHOT_TIMEOUT_S
-        if window.busy() and not timed_out:
+        if (window.busy() or window.session.image is None) and not timed_out:
             return
-        if not waited["whole_started"] and not timed_out:
-            waited["whole_started"] = True
-            if window.session.image is None:
-                return
-            if window.session.features is None:  # a feature file is inverted as it opens
-                window.run_whole()
-                return
         timer.stop()
         if window.busy():
-            print("lbdviewer: screenshot timed out waiting for the reconstructions", file=sys.stderr)
+            print("lbdviewer: screenshot timed out waiting for the window's work", file=sys.stderr)
             status["code"] = 1
         app.processEvents()
         if not window.grab().save(path):

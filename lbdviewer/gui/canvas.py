@@ -17,6 +17,7 @@ from PyQt6.QtCore import QRectF, Qt
 from PyQt6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from lbdviewer.gui.export import PanelArray
+from lbdviewer.gui.overlay import pattern_overlay
 
 GRAY = None
 DIVERGING = "CET-D1A"
@@ -195,23 +196,6 @@ class ImageCanvas(QWidget):
                           dict(self.metadata))
 
 
-def pattern_overlay_data(pattern, *, circle_points=32):
-    """Line segments of the pairs and circle outlines of the fields, in view coordinates.
-
-    Returns ``(pairs_xy, circles_xy, circles_connect)``: ``pairs_xy`` (2M, 2)
-    for ``connect='pairs'``; ``circles_xy`` (F * (k+1), 2) with a break after
-    each circle given by ``circles_connect``.
-    """
-    centres = np.asarray(pattern.centers, dtype=float) + 0.5
-    pairs_xy = centres[np.asarray(pattern.pairs).ravel()]
-    angles = np.linspace(0.0, 2.0 * np.pi, circle_points + 1)
-    ring = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    circles = centres[:, None, :] + np.asarray(pattern.sigmas)[:, None, None] * ring[None]
-    connect = np.ones(circles.shape[:2], dtype=bool)
-    connect[:, -1] = False
-    return pairs_xy, circles.reshape(-1, 2), connect.ravel()
-
-
 #: Pair overlays of the patch view: every pair, only the selected pair, none.
 PAIR_MODES = ("all", "selected", "none")
 
@@ -231,14 +215,15 @@ def pair_alpha(m):
 
 
 class PatchCanvas(ImageCanvas):
-    """The patch enlarged, with the pattern drawn over it.
+    """The patch enlarged, with the descriptor's sampling geometry drawn over it.
 
-    Pairs are line segments in one ``PlotDataItem(connect='pairs')``, drawn
-    faint when there are many (:func:`pair_alpha`); receptive fields are
-    faint circles of radius sigma. The selected pair (the frame vector
-    shown) is prominent: a thick red segment with a dark outline and its two
-    fields' circles. :meth:`set_overlay` chooses all pairs / the selected
-    pair / none, and fields on or off.
+    What is drawn is an :class:`~lbdviewer.gui.overlay.Overlay`: a segment a
+    measurement, all in one ``PlotDataItem(connect='pairs')``, faint when
+    there are many (:func:`pair_alpha`); the fields as faint outlines (circles
+    of radius sigma, box rectangles, AKAZE's turned cells). The selected
+    measurement (the frame vector shown) is prominent: a thick red segment
+    with a dark outline and its two fields' outlines. :meth:`set_overlay`
+    chooses all pairs / the selected pair / none, and fields on or off.
     """
 
     PAIR_RGB = (255, 170, 0)
@@ -253,41 +238,50 @@ class PatchCanvas(ImageCanvas):
         self.selected_shadow = pg.PlotDataItem(connect="pairs", pen=shadow)
         self.selected_item = pg.PlotDataItem(connect="pairs", pen=pg.mkPen(self.SELECTED_COLOUR, width=2.5))
         self.selected_fields = pg.PlotDataItem(pen=pg.mkPen(self.SELECTED_COLOUR, width=1.5))
+        self.centre_item = pg.ScatterPlotItem(size=9, symbol="+", pen=pg.mkPen((255, 255, 255, 220), width=1.5),
+                                              brush=None, pxMode=True)
         for z, item in enumerate((self.fields_item, self.pairs_item, self.selected_shadow, self.selected_item,
-                                  self.selected_fields)):
+                                  self.selected_fields, self.centre_item)):
             item.setZValue(10 + z)
             self.view.addItem(item)
-        self.pattern = None
+        self.overlay = None
         self.pair_mode = "all"
         self.fields_visible = True
         self.selected = None
 
     def set_pattern(self, pattern):
-        self.pattern = pattern
-        pairs_xy, circles_xy, connect = pattern_overlay_data(pattern)
+        """Draw a :class:`~lbdviewer.patterns.base.Pattern` (:func:`~lbdviewer.gui.overlay.pattern_overlay`)."""
+        self.set_geometry(pattern_overlay(pattern))
+
+    def set_geometry(self, overlay, *, centre=None):
+        """Draw ``overlay`` (None clears); ``centre`` ``(x, y)`` (view coordinates) marks the keypoint."""
+        self.overlay = overlay
+        if overlay is None:
+            for item in (self.pairs_item, self.fields_item):
+                item.setData([], [])
+            self.centre_item.setData([], [])
+            self.highlight_pair(None)
+            return
+        pairs_xy = overlay.pairs_xy()
         self.pairs_item.setData(pairs_xy[:, 0], pairs_xy[:, 1], connect="pairs")
-        self.pairs_item.setPen(pg.mkPen(self.PAIR_RGB + (pair_alpha(pattern.m),), width=1))
-        self.fields_item.setData(circles_xy[:, 0], circles_xy[:, 1], connect=connect)
-        self.highlight_pair(self.selected if self.selected is not None and self.selected < pattern.m else 0)
+        self.pairs_item.setPen(pg.mkPen(self.PAIR_RGB + (pair_alpha(overlay.m),), width=1))
+        outlines, connect = overlay.outlines_xy()
+        self.fields_item.setData(outlines[:, 0], outlines[:, 1], connect=connect)
+        self.centre_item.setData([] if centre is None else [centre[0]], [] if centre is None else [centre[1]])
+        self.highlight_pair(self.selected if self.selected is not None and self.selected < overlay.m else 0)
 
     def highlight_pair(self, index):
         """Draw measurement ``index`` (the current frame vector) prominently."""
         self.selected = index
-        if self.pattern is None or index is None:
+        if self.overlay is None or index is None:
             for item in (self.selected_shadow, self.selected_item, self.selected_fields):
                 item.setData([], [])
             return
-        ends = np.asarray(self.pattern.pairs[index])
-        centres = np.asarray(self.pattern.centers, dtype=float)[ends] + 0.5
+        ends = self.overlay.segments[index]
         for item in (self.selected_shadow, self.selected_item):
-            item.setData(centres[:, 0], centres[:, 1], connect="pairs")
-        angles = np.linspace(0.0, 2.0 * np.pi, 33)
-        ring = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-        circles = centres[:, None, :] + np.asarray(self.pattern.sigmas)[ends][:, None, None] * ring[None]
-        connect = np.ones(circles.shape[:2], dtype=bool)
-        connect[:, -1] = False
-        flat = circles.reshape(-1, 2)
-        self.selected_fields.setData(flat[:, 0], flat[:, 1], connect=connect.ravel())
+            item.setData(ends[:, 0], ends[:, 1], connect="pairs")
+        outlines, connect = self.overlay.outlines_xy(self.overlay.pair_fields[index])
+        self.selected_fields.setData(outlines[:, 0], outlines[:, 1], connect=connect)
 
     def set_overlay(self, pairs, fields):
         """``pairs`` in :data:`PAIR_MODES`; ``fields`` draws the receptive fields (faint)."""

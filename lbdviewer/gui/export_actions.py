@@ -36,6 +36,7 @@ from PyQt6.QtWidgets import (
 
 from lbdviewer.gui import jobs, preferences, sidecars
 from lbdviewer.gui.export import export_panel
+from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.workers import JobRunner
 from lbdviewer.operators.descriptor import DescriptorOperator
 
@@ -177,19 +178,30 @@ def figure_spec(window, key):
     """The engine's :class:`~lbdviewer.figures.FigureSpec` of figure ``key`` from what the window shows.
 
     Every array comes from the session's records of what ran (the patch the
-    live run solved, the whole-image result, the pattern the maps belong
-    to), and every title from the run's own parameters, not the form's.
+    live run solved, the whole-image result, the pattern or keypoint the maps
+    belong to), and every title from the run's own parameters, not the form's.
     """
     figures = engine()
     session = window.session
+    view = session.keypoint_view if session.keypoint_mode else None
     pattern = session.pattern
     if key == "patch":
-        x, y = window.source.patch_position()
         mode = window.pattern_panel.pairs_mode.currentData()
+        selected = window.pattern_panel.frame_index()
+        if view is not None:
+            title = figures.run_title(descriptor=descriptor_label(view.descriptor), m=view.m,
+                                      patch_size=view.patch_size)
+            return figures.patch_pattern_figure(view.patch, view.pattern, pairs=mode, selected=selected, title=title)
+        x, y = window.source.patch_position()
         title = figures.run_title(descriptor=pattern.name, m=pattern.m, patch_size=pattern.patch_size)
-        return figures.patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode,
-                                            selected=window.pattern_panel.frame_index(), title=title)
+        return figures.patch_pattern_figure(session.patch_at(x, y), pattern, pairs=mode, selected=selected,
+                                            title=title)
     if key == "maps":  # the current descriptor beside the one the paper compares it with (own scales)
+        if view is not None:
+            index = min(window.pattern_panel.frame_index(), view.m - 1)
+            label = f"{descriptor_label(view.descriptor)} M={view.m}"
+            return figures.maps_figure([(label, view.weights, view.occurrences)],
+                                       frame_vectors=[(label, index, view.operator.frame_vector(index))])
         operator = session.operator
         index = min(window.pattern_panel.frame_index(), pattern.m - 1)
         other = DescriptorOperator(jobs.pattern_for(session.parameters, family=COMPARED_WITH[pattern.name]))
@@ -200,7 +212,12 @@ def figure_spec(window, key):
         run = session.live
         update = run.update
         rp = run.parameters
-        title = figures.run_title(descriptor=rp["family"], m=rp["m"], patch_size=rp["patch_size"], solver=run.method)
+        if run.keypoint is not None:
+            title = figures.run_title(descriptor=descriptor_label(run.descriptor), m=run.keypoint.m,
+                                      patch_size=run.keypoint.patch_size, solver=run.method)
+        else:
+            title = figures.run_title(descriptor=rp["family"], m=rp["m"], patch_size=rp["patch_size"],
+                                      solver=run.method)
         return figures.live_figure(
             run.patch, update.estimate, iteration=update.iteration, iterations=rp["iterations"],
             bit_consistency=None if update.bit_consistency is None else update.bit_consistency[-1],
@@ -208,9 +225,11 @@ def figure_spec(window, key):
     if key == "whole":
         run = session.whole
         rp = run.parameters
-        title = figures.run_title(descriptor=rp.get("descriptor", rp["family"]), m=run.result.params.get("m"),
-                                  patch_size=None if run.features else rp["patch_size"],
-                                  offset=rp["offset"] if rp["sites"] == "grid" and not run.features else None,
+        pattern_run = run.kind == "pattern"
+        descriptor = rp["family"] if pattern_run else descriptor_label(run.descriptor)
+        title = figures.run_title(descriptor=descriptor, m=run.result.params.get("m"),
+                                  patch_size=rp["patch_size"] if pattern_run else None,
+                                  offset=rp["offset"] if pattern_run and rp["sites"] == "grid" else None,
                                   solver=run.method, mode=run.mode)
         original = session.image if session.has_pixels else None
         return figures.whole_image_figure(original, run.result.image, covered=run.result.covered,
@@ -243,8 +262,8 @@ class Exporter(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
-        self.figure_runner = JobRunner(self, interval=0.0)  # every family counts
-        self.writer = JobRunner(self, interval=0.0)
+        self.figure_runner = JobRunner(self, pool=window.pools["tasks"], interval=0.0)  # every family counts
+        self.writer = JobRunner(self, pool=window.pools["tasks"], interval=0.0)
         self.last_written = {}
         for runner in (self.figure_runner, self.writer):
             runner.failed.connect(lambda message: window.show_error("Export failed", message))
@@ -300,14 +319,24 @@ class Exporter(QObject):
         return names
 
     def figure_available(self, key):
-        """Is there something to put in figure ``key``?"""
+        """Is there something to put in figure ``key``?
+
+        The families figure compares the paper's patterns on a patch of the
+        image; a figure of a patch needs its pixels (a feature file alone has
+        none) and, for the patch figure, a field pattern (AKAZE's cells are not).
+        """
         session = self.window.session
         if key == "whole":
             return session.has_whole_result()
         if key == "live":
-            return session.live_ended_with_update()
+            return session.live_ended_with_update() and session.live.patch is not None
         if key == "families":
-            return session.pattern is not None and session.features is None
+            return session.mode == "pattern" and session.pattern is not None
+        if session.keypoint_mode:
+            view = session.keypoint_view
+            if view is None:
+                return False
+            return key == "maps" or (view.patch is not None and view.pattern is not None)
         return session.pattern is not None
 
     # -- panels ---------------------------------------------------------------------
@@ -357,8 +386,11 @@ class Exporter(QObject):
         if not self.figure_available(key):
             raise ValueError(f"figure {key!r} has nothing to show yet")
         spec = figure_spec(self.window, key)
-        shown = {"patch_xy": list(self.window.source.patch_position()),
-                 "frame_index": self.window.pattern_panel.frame_index()} if key in ("patch", "maps") else {}
+        shown = {}
+        if key in ("patch", "maps"):
+            shown = {"frame_index": self.window.pattern_panel.frame_index()}
+            if not self.window.session.keypoint_mode:
+                shown["patch_xy"] = list(self.window.source.patch_position())
         record = sidecars.figure_record(self.window.session, key, extra=shown)
         self.writer.start(write_job(spec, stem, options, record))
         self.window.show_status(f"Writing {stem} ({', '.join(options.formats)})…")
@@ -372,12 +404,11 @@ class Exporter(QObject):
         patch_xy = window.source.patch_position()
         patch = session.patch_at(*patch_xy).copy()
         parameters = dict(session.parameters)
-        estimates, measurements = [], {}
+        estimates, solves = [], []
 
-        def collect(item):
-            family, m, estimate = item
-            measurements[family] = m
-            estimates.append((figures.run_title(descriptor=family, m=m), estimate))
+        def collect(solve):
+            solves.append(solve)
+            estimates.append((figures.run_title(descriptor=solve.family, m=solve.m), solve.estimate))
 
         def write(completed):
             self.figure_runner.progressed.disconnect(collect)
@@ -385,7 +416,7 @@ class Exporter(QObject):
             if completed:
                 spec = figures.families_figure(patch, estimates, title=figures.run_title(
                     patch_size=parameters["patch_size"], solver=parameters["solver"]))
-                record = sidecars.families_record(session, patch_xy, parameters, measurements)
+                record = sidecars.families_record(session, patch_xy, parameters, solves)
                 self.writer.start(write_job(spec, stem, options, record))
 
         self.figure_runner.progressed.connect(collect)

@@ -16,6 +16,7 @@ import numpy as np
 
 from lbdviewer import io
 from lbdviewer.evaluation import metrics
+from lbdviewer.evaluation.display import display_original, display_stretch
 from lbdviewer.io.files import file_sha256
 from lbdviewer.io.limits import ResourceLimitError
 from lbdviewer.operators.descriptor import DescriptorOperator
@@ -204,6 +205,11 @@ def live_updates(operator, patch, parameters):
         :meth:`lbdviewer.gui.model.Parameters.as_dict`.
     """
     data = operator.describe(np.asarray(patch)[None], binary=parameters["binary"])
+    yield from solver_updates(operator, data, parameters)
+
+
+def solver_updates(operator, data, parameters):
+    """Run the solver the parameters ask for on one descriptor ``data`` (1, M); yield a :class:`LiveUpdate` per iteration."""
     solver = make_solver(operator, data, parameters)
     objective, consistency = [], []
     seconds = 0.0
@@ -230,19 +236,34 @@ def live_updates(operator, patch, parameters):
         )
 
 
-def family_patches(patch, parameters, families):
-    """Reconstruct one patch with several descriptor families (for the families figure).
+@dataclass(frozen=True)
+class FamilySolve:
+    """One family's solve of the families figure: what it measured and how its solver ended.
 
-    Yields ``(family, m, estimate)``, one per family, in order: ``m`` is the
-    number of measurements the family's pattern really has (EX-FREAK always
-    uses its 903 pairs).
+    ``m`` is the number of measurements the family's pattern really has
+    (EX-FREAK always uses its 903 pairs); ``state`` the solver's final
+    :class:`~lbdviewer.solvers.state.SolverState`; ``seconds`` its time.
     """
+
+    family: str
+    m: int
+    method: str
+    iterations: int
+    estimate: np.ndarray
+    state: object
+    seconds: float
+
+
+def family_patches(patch, parameters, families):
+    """Reconstruct one patch with several descriptor families (for the families figure); yield a :class:`FamilySolve` each."""
     for family in families:
         pattern = pattern_for(parameters, family=family)
         operator = DescriptorOperator(pattern)
         data = operator.describe(patch[None], binary=parameters["binary"])
+        started = time.perf_counter()
         state = make_solver(operator, data, parameters).run()
-        yield family, int(pattern.m), np.array(state.x[0])
+        yield FamilySolve(family, int(pattern.m), parameters["solver"], int(parameters["iterations"]),
+                          np.array(state.x[0]), state, time.perf_counter() - started)
 
 
 @dataclass(frozen=True)
@@ -251,10 +272,14 @@ class WholeUpdate:
 
     ``fraction`` of the work is done; ``image`` is the current estimate when
     the core gives one; ``result`` (an :class:`lbdviewer.reconstruction.image.ImageResult`)
-    arrives with the last update only, with ``metrics`` (against the
-    original, when there is one); ``iterations_run`` counts the whole-image
-    solver's iterations so far (None for patchwise runs, whose patches each
-    run their own).
+    arrives with the last updates only; ``metrics`` (against the original,
+    when there is one) come with the very last, after an update that has
+    the result and ``metrics_pending`` set (the metrics of a large image take
+    seconds; the job can be stopped between); ``iterations_run`` counts the
+    whole-image solver's iterations so far (None for patchwise runs, whose
+    patches each run their own); ``stage`` names the phase (``"describing"``,
+    ``"solving"``, ``"metrics"``); ``shown`` is the latest estimate mapped to
+    grey levels by the display rule (:func:`with_display`, on the worker).
     """
 
     fraction: float
@@ -262,10 +287,18 @@ class WholeUpdate:
     result: object = None
     metrics: dict | None = None
     iterations_run: int | None = None
+    metrics_pending: bool = False
+    stage: str = "solving"
+    shown: object = None
+
+
+def metrics_updates(original, result):
+    """Compute :func:`result_metrics` on a worker; yield them (the app's metrics never run on the GUI thread)."""
+    yield result_metrics(original, result)
 
 
 def result_metrics(original, result):
-    """Quality of a whole-image result against its original (run on the worker that made it).
+    """Quality of a whole-image result against its original (run on a worker thread).
 
     :func:`lbdviewer.evaluation.metrics.image_metrics` over the covered pixels,
     and the share of input bits the solver reproduces (None for real values).
@@ -326,13 +359,27 @@ def whole_image_budget(parameters):
     return iterations
 
 
+#: Sites described between two progress reports of the describing phase (a point where the job can stop).
+DESCRIBE_CHUNK = 2048
+#: Share of a whole-image run's progress bar the describing phase takes.
+DESCRIBE_SHARE = 0.1
+
+
 def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
     """Describe ``image`` at ``sites`` and invert it with the core, yielding :class:`WholeUpdate`.
 
-    ``chunk`` patches are solved between two updates in patchwise mode (each
-    update is also a point where the job can be cancelled).
+    The sites are described :data:`DESCRIBE_CHUNK` at a time and ``chunk``
+    patches are solved between two updates in patchwise mode: each update is
+    a point where the job can be cancelled. The metrics against ``image``
+    come last (see :class:`WholeUpdate`).
     """
-    descriptors = describe_sites(image, sites, pattern, binary=parameters["binary"])
+    sites = np.asarray(sites)
+    parts = []
+    for start in range(0, len(sites), DESCRIBE_CHUNK):
+        parts.append(describe_sites(image, sites[start:start + DESCRIBE_CHUNK], pattern, binary=parameters["binary"]))
+        yield WholeUpdate(DESCRIBE_SHARE * min(start + DESCRIBE_CHUNK, len(sites)) / len(sites), None,
+                          stage="describing")
+    descriptors = np.concatenate(parts)
     iterations_run = None
     for progress in iter_reconstruct_image(
         descriptors, sites, pattern, shape=image.shape, mode=parameters["mode"],
@@ -343,27 +390,93 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
         if progress.result is None:
             if parameters["mode"] == "joint":  # the joint solver reports iterations done
                 iterations_run = progress.done
-            yield WholeUpdate(progress.done / max(progress.total, 1), estimate, iterations_run=iterations_run)
+            fraction = DESCRIBE_SHARE + (1 - DESCRIBE_SHARE) * progress.done / max(progress.total, 1)
+            yield WholeUpdate(fraction, estimate, iterations_run=iterations_run)
         else:
-            yield WholeUpdate(1.0, estimate, progress.result, result_metrics(image, progress.result),
-                              iterations_run)
+            yield from _with_metrics(image, progress.result, iterations_run)
 
 
-def feature_updates(features, parameters):
+def _with_metrics(original, result, iterations_run):
+    """The result, then the result with its metrics against ``original`` (two points where a job can stop)."""
+    yield WholeUpdate(1.0, result.image, result, None, iterations_run, metrics_pending=True, stage="metrics")
+    yield WholeUpdate(1.0, result.image, result, result_metrics(original, result), iterations_run)
+
+
+def feature_updates(features, parameters, *, original=None):
     """Invert a feature file's bits with the core, yielding :class:`WholeUpdate`.
 
-    Uses :func:`lbdviewer.features.invert.iter_invert_features`: it reports every
-    iteration and every stage of its set-up, so each update is a point where
-    the job can be cancelled, but hands out an estimate only now and then.
-    Every update carries the latest estimate (the same array until a new
-    one comes), so whichever update the throttle lets through shows it.
+    Uses :func:`lbdviewer.features.invert.iter_invert_features` in the
+    parameters' whole-image ``mode`` with their ``iterations`` and
+    ``sparsity``: it reports every iteration and every stage of its set-up,
+    so each update is a point where the job can be cancelled, but hands out
+    an estimate only now and then. Every update carries the latest estimate
+    (the same array until a new one comes), so whichever update the throttle
+    lets through shows it. With ``original`` (the image the features were
+    extracted from) the metrics come last, as for an image.
     """
     from lbdviewer.features.invert import iter_invert_features
 
     image = None
-    for progress in iter_invert_features(features, iterations=parameters["iterations"],
+    for progress in iter_invert_features(features, mode=parameters["mode"], iterations=parameters["iterations"],
                                          sparsity=parameters["sparsity"]):
         if progress.image is not None:
             image = np.array(progress.image)
-        yield WholeUpdate(progress.done / max(progress.total, 1), image, progress.result, None,
-                          progress.iterations_run)
+        if progress.result is None:
+            yield WholeUpdate(progress.done / max(progress.total, 1), image, None, None, progress.iterations_run)
+        elif original is None:
+            yield WholeUpdate(1.0, image, progress.result, None, progress.iterations_run)
+        else:
+            yield from _with_metrics(original, progress.result, progress.iterations_run)
+
+
+#: A running whole-image estimate is mapped for display at most this often (seconds): the fitted stretch of a
+#: 512x512 estimate costs 35-60 ms, done on the worker so the window only draws it.
+DISPLAY_SECONDS = 0.5
+
+
+@dataclass
+class DisplayChoice:
+    """The views' display rule (View > Stretch), read by the workers that prepare what is drawn.
+
+    ``stretch`` True maps an estimate by :func:`lbdviewer.evaluation.display.display_stretch`
+    (fitted to the original when there is one, else percentiles); False shows it as solved.
+    """
+
+    stretch: bool = True
+
+    def apply(self, estimate, *, reference=None, mask=None):
+        """The :class:`~lbdviewer.evaluation.display.Stretched` of ``estimate`` by this rule."""
+        if self.stretch:
+            return display_stretch(estimate, mask=mask, reference=reference)
+        return display_original(estimate)
+
+
+def with_display(items, choice, *, reference=None, mode="joint", every=DISPLAY_SECONDS, clock=time.monotonic):
+    """Attach to whole-image updates their estimate mapped for display, computed here, on the worker.
+
+    An estimate is mapped at most every ``every`` seconds while the run goes
+    on, and always the result's (over its covered pixels); every update
+    carries the latest mapping, so whichever one a throttle lets through
+    shows it. A patchwise estimate's pixels no solved patch has reached yet
+    are exactly 0 and left out of the fit.
+
+    Examples
+    --------
+    >>> items = [WholeUpdate(0.5, np.eye(4)), WholeUpdate(0.6, np.eye(4) * 2)]
+    >>> shown = [u.shown for u in with_display(iter(items), DisplayChoice(stretch=False), every=60.0)]
+    >>> shown[0] is shown[1], shown[0].record()["rule"]
+    (True, 'none')
+    """
+    shown, mapped, at = None, None, -np.inf
+    for update in items:
+        result = update.result
+        image = result.image if result is not None else update.image
+        due = result is not None or clock() - at >= every
+        if image is not None and image is not mapped and due:
+            if result is not None:
+                mask = result.covered
+            else:
+                mask = image != 0 if mode == "patches" else None
+            shown, mapped, at = choice.apply(image, reference=reference, mask=mask), image, clock()
+        yield WholeUpdate(update.fraction, update.image, result, update.metrics, update.iterations_run,
+                          update.metrics_pending, update.stage, shown)

@@ -4,7 +4,8 @@
 returns the actions the window enables and disables (an export is offered
 only when there is something to export). :class:`WindowKeys` makes Space
 (play / pause), S (step) and Esc (stop) work wherever the focus is in the
-window, a spin box included, and keeps the key out of the focused field.
+window, a spin box or a check box included, and keeps the key out of the
+focused field. :data:`SHORTCUTS` lists every key for Help > Keyboard shortcuts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from PyQt6.QtCore import QEvent, QObject, Qt
 from PyQt6.QtGui import QAction, QKeySequence
-from PyQt6.QtWidgets import QAbstractButton, QApplication
+from PyQt6.QtWidgets import QApplication, QPushButton, QToolButton
 
 from lbdviewer import io
 
@@ -28,6 +29,21 @@ FIGURES = {
     "whole": "Image: original | reconstruction",
     "families": "Patch: original | BRIEF | FREAK | RA-FREAK | EX-FREAK",
 }
+
+#: Every keyboard shortcut of the window: (keys, what they do), as Help > Keyboard shortcuts lists them.
+SHORTCUTS = (
+    ("Ctrl+O", "Open an image"),
+    ("Ctrl+Shift+O", "Open a feature file"),
+    ("Ctrl+E", "Export a panel as a pixel-exact PNG"),
+    ("Space", "Play / pause the live solver (wherever the focus is)"),
+    ("S", "Pause and do one iteration of the live solver"),
+    ("Esc", "Stop the live solver and the whole-image job"),
+    ("Ctrl+R", "Reconstruct the whole image (or invert the features)"),
+    ("] / [", "Next / previous keypoint (library descriptors, feature files)"),
+    ("Ctrl+W", "Close the feature file"),
+    ("F1", "Keyboard shortcuts"),
+    ("Ctrl+Q", "Quit"),
+)
 
 
 @dataclass
@@ -41,6 +57,9 @@ class MenuActions:
     stop: QAction
     stretch: QAction
     recent_menu: object
+    compare: QAction
+    close_features: QAction
+    keypoint_actions: tuple
 
 
 def _action(window, menu, text, slot, shortcut=None, tip=None):
@@ -63,8 +82,13 @@ def build_menus(window):
     file_menu = bar.addMenu("&File")
     _action(window, file_menu, "&Open image…", window.open_dialog, "Ctrl+O", "Open an image file")
     recent_menu = file_menu.addMenu("Open &recent")
-    _action(window, file_menu, "Open &features…", window.open_features_dialog, None,
+    _action(window, file_menu, "Open &features…", window.open_features_dialog, "Ctrl+Shift+O",
             "Open a feature file (keypoints and bits) and reconstruct from it")
+    compare = _action(window, file_menu, "&Compare with image…", window.compare_dialog, None,
+                      "Show and measure the feature file's inversion against any image of its size "
+                      "(said to be compared, not its original)")
+    close_features = _action(window, file_menu, "&Close features", window.close_features, "Ctrl+W",
+                             "Close the feature file and return to the image")
     _action(window, file_menu, "Open audit &report…", window.open_report_dialog, None,
             "Browse the rows of an 'lbdviewer audit' report folder")
     file_menu.addSeparator()
@@ -91,6 +115,13 @@ def build_menus(window):
             "Reconstruct the whole image with the current parameters")
     _action(window, run_menu, "Cancel whole image", window.cancel_whole, None,
             "Cancel the whole-image reconstruction")
+    run_menu.addSeparator()
+    keypoint_actions = (
+        _action(window, run_menu, "Next keypoint", lambda: window.step_keypoint(1), "]",
+                "Show and solve the next keypoint"),
+        _action(window, run_menu, "Previous keypoint", lambda: window.step_keypoint(-1), "[",
+                "Show and solve the previous keypoint"),
+    )
 
     view_menu = bar.addMenu("&View")
     for dock in window.docks.values():
@@ -105,7 +136,12 @@ def build_menus(window):
     _action(window, view_menu, "Reset settings", window.reset_settings, None,
             "Forget what lbdviewer remembers (parameters, overlays, layout, folders, export choices, last image) "
             "and use the defaults; the recent-files list stays")
-    return MenuActions(export_panel, figures, play, step, stop, stretch, recent_menu)
+    help_menu = bar.addMenu("&Help")
+    _action(window, help_menu, "&Keyboard shortcuts", window.show_shortcuts, "F1", "Every keyboard shortcut")
+    _action(window, help_menu, "&About lbdviewer", window.show_about, None,
+            "Version, the paper it implements, licences")
+    return MenuActions(export_panel, figures, play, step, stop, stretch, recent_menu, compare, close_features,
+                       keypoint_actions)
 
 
 def fill_recent_menu(menu, paths, open_path):
@@ -123,10 +159,11 @@ class WindowKeys(QObject):
 
     Qt gives a focused spin box or line edit the first claim on a plain key
     (a ``ShortcutOverride``), so a QAction's "Space" shortcut does nothing
-    while a spin box has focus, and the key edits the field instead. This
-    filter, installed on the application, claims those keys for every
-    widget of ``window`` and triggers the action instead (except Space on a
-    focused button or check box, which presses it, as everywhere).
+    while a spin box has focus, and the key edits the field instead; a
+    focused check box toggles on Space. This filter, installed on the
+    application, claims those keys for every widget of ``window`` and
+    triggers the action instead, so they never toggle a check box or edit a
+    field (Space on a focused push button still presses it, as everywhere).
 
     Parameters
     ----------
@@ -157,8 +194,8 @@ class WindowKeys(QObject):
         action = self.menu_actions.get(event.key())
         if action is None or not watched.isWidgetType() or watched.window() is not self.window:
             return False
-        if event.key() == Qt.Key.Key_Space and isinstance(watched, QAbstractButton):
-            return False  # Space presses a focused button or check box, as everywhere
+        if event.key() == Qt.Key.Key_Space and isinstance(watched, QPushButton | QToolButton):
+            return False  # Space presses a focused push button, as everywhere
         if kind == QEvent.Type.ShortcutOverride:
             event.accept()  # the key is ours: no shortcut lookup, the key press comes to this filter
             return True

@@ -12,11 +12,25 @@ This module must not import Qt: the tests of the core import it freely.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+from lbdviewer.libraries.registry import DESCRIPTORS as LIBRARY_DESCRIPTORS
+from lbdviewer.libraries.registry import get_model
 from lbdviewer.patterns.families import FAMILIES, max_measurements
 from lbdviewer.reconstruction.image import WHOLE_IMAGE_METHODS, default_method
 from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM
+
+#: What the descriptor menu offers: the paper's patterns, then the descriptors real libraries emit (modelled bit
+#: for bit, :mod:`lbdviewer.libraries`).
+DESCRIPTOR_CHOICES = FAMILIES + LIBRARY_DESCRIPTORS
+#: How the app names each descriptor.
+DESCRIPTOR_LABELS = {
+    "brief": "BRIEF", "freak": "FREAK", "ra-freak": "RA-FREAK", "ex-freak": "EX-FREAK",
+    "orb": "ORB", "opencv-brief": "OpenCV BRIEF", "opencv-freak": "OpenCV FREAK",
+    "skimage-brief": "scikit-image BRIEF", "beblid": "BEBLID", "teblid": "TEBLID", "brisk": "BRISK",
+    "akaze": "AKAZE",
+}
 
 
 SOLVERS = ("biht", "primal-dual")
@@ -30,24 +44,64 @@ PATCH_SIZE_RANGE = (8, 128)
 ITERATIONS_RANGE = (1, 5000)
 LAMBDA_RANGE = (1e-4, 100.0)
 SEED_RANGE = (0, 2**31 - 1)
+#: Keypoints a library's detector is asked for (lbdviewer extract --keypoints).
+KEYPOINTS_RANGE = (1, 10_000)
+
+
+def is_library(family):
+    """Is ``family`` a library descriptor (its keypoints, pattern and bits come from the real library)?
+
+    Examples
+    --------
+    >>> is_library("orb"), is_library("brief")
+    (True, False)
+    """
+    return family in LIBRARY_DESCRIPTORS
+
+
+def descriptor_label(name):
+    """The app's name of a descriptor: ``"orb"`` -> ``"ORB"``, unknown names upper-cased.
+
+    Examples
+    --------
+    >>> descriptor_label("skimage-brief"), descriptor_label("ra-freak")
+    ('scikit-image BRIEF', 'RA-FREAK')
+    """
+    return DESCRIPTOR_LABELS.get(name, str(name).upper())
+
+
+@functools.lru_cache(maxsize=None)
+def library_bits(family):
+    """Bits a library descriptor has with the parameters ``lbdviewer extract`` uses.
+
+    Examples
+    --------
+    >>> library_bits("orb"), library_bits("akaze"), library_bits("beblid")
+    (256, 486, 512)
+    """
+    return int(get_model(family).n_bits)
 
 
 def max_m_offered(family, patch_size):
-    """Largest ``m`` the app offers: the family's maximum, capped at 4096.
+    """Largest ``m`` the app offers: the family's maximum, capped at 4096 (a library's own bit count).
 
     Beyond 4096 measurements the live views stop being useful (and the
     dense operator gets large), so the spin box stops there.
 
     Examples
     --------
-    >>> max_m_offered("freak", 32), max_m_offered("brief", 32)
-    (903, 4096)
+    >>> max_m_offered("freak", 32), max_m_offered("brief", 32), max_m_offered("orb", 32)
+    (903, 4096, 256)
     """
+    if is_library(family):
+        return library_bits(family)
     return min(MAX_M_SHOWN, max_measurements(family, patch_size))
 
 
 def min_measurements(family):
-    """Smallest ``m``: 903 for EX-FREAK (its ``m`` is fixed), 1 otherwise."""
+    """Smallest ``m``: fixed for EX-FREAK (903) and the library descriptors (their bits), 1 otherwise."""
+    if is_library(family):
+        return library_bits(family)
     return FREAK_ALL_PAIRS if family == "ex-freak" else 1
 
 
@@ -77,7 +131,9 @@ class Parameters:
         leaves most patches constant with unit-l1 fields; the whole image
         is solved jointly on a grid with offset 8 (beyond the paper: patchwise
         averaging throws away the brightness that overlaps pin down), from
-        bits by sign consistency (``joint_solver``).
+        bits by sign consistency (``joint_solver``). A library descriptor
+        (``family`` in :data:`LIBRARY_DESCRIPTORS`) detects ``keypoints``
+        keypoints (500, as ``lbdviewer extract``) and fixes its own M.
 
     Examples
     --------
@@ -109,6 +165,7 @@ class Parameters:
         "lam": DEFAULT_LAM,
         "binary": True,
         "seed": 0,
+        "keypoints": 500,
     }
 
     def __init__(self, **values):
@@ -157,7 +214,7 @@ class Parameters:
                 "freak": "the 903 FREAK pairs in their learned order",
                 "ra-freak": "43 retinal fields give 903 pairs",
                 "ex-freak": "EX-FREAK uses all 903 pairs",
-            }[family]
+            }.get(family) or f"{descriptor_label(family)} has {library_bits(family)} bits"
             return Limits(min_measurements(family), max_m_offered(family, v["patch_size"]), reason)
         if name == "patch_size":
             return Limits(*PATCH_SIZE_RANGE, "supported patch sides")
@@ -171,12 +228,14 @@ class Parameters:
             return Limits(*LAMBDA_RANGE, "trade-off lambda of the primal-dual solver")
         if name == "seed":
             return Limits(*SEED_RANGE, "random seed of the pattern")
+        if name == "keypoints":
+            return Limits(*KEYPOINTS_RANGE, "keypoints the library's detector is asked for")
         raise ValueError(f"name must be a numeric parameter, got {name!r}")
 
     def allowed(self, name):
         """The allowed choices of a categorical parameter, given the others."""
         if name == "family":
-            return FAMILIES
+            return DESCRIPTOR_CHOICES
         if name == "solver":
             return SOLVERS if self._values["binary"] else ("primal-dual",)
         if name == "sites":
@@ -192,9 +251,13 @@ class Parameters:
     def why_unused(self, name):
         """Why parameter ``name`` plays no part in the runs the other values ask for; ``""`` when it does.
 
-        Asked of ``"joint_solver"`` (the form disables it and says why): it
-        solves the whole image jointly from bits, so patchwise runs and real
-        values do without it.
+        The form disables such a control and says why. A library descriptor
+        brings its own patch, pattern and keypoints (so patch size, seed,
+        offset and sites go unused), gives bits only, and its features are
+        inverted as ``lbdviewer invert`` does; the paper's patterns detect
+        no keypoints; the joint solver solves the whole image jointly from
+        bits, so patchwise runs and real values do without it; K is BIHT's
+        and lambda the primal-dual solver's.
 
         Examples
         --------
@@ -202,12 +265,36 @@ class Parameters:
         ''
         >>> Parameters(mode="patches").why_unused("joint_solver")
         'the joint solver is used only when the whole image is solved jointly (Whole image: joint)'
+        >>> Parameters(family="orb").why_unused("patch_size")
+        "ORB places its own patch at each keypoint, sized by the keypoint's scale"
         """
+        if name not in self._values:
+            raise ValueError(f"name must be a parameter, got {name!r}")
+        v = self._values
+        family = v["family"]
+        if is_library(family):
+            label = descriptor_label(family)
+            reasons = {
+                "patch_size": f"{label} places its own patch at each keypoint, sized by the keypoint's scale",
+                "seed": f"{label}'s pattern is the library's own",
+                "offset": f"{label}'s keypoints, found by its detector, are the sites",
+                "sites": f"{label}'s keypoints, found by its detector, are the sites",
+                "binary": f"{label} gives bits only",
+                "joint_solver": f"{label}'s features are inverted by sign consistency (as lbdviewer invert)",
+            }
+            if name in reasons:
+                return reasons[name]
+        elif name == "keypoints":
+            return "keypoints are detected for the library descriptors only"
+        if name == "sparsity" and v["solver"] != "biht":
+            return "K is the sparsity of BIHT"
+        if name == "lam" and v["solver"] != "primal-dual":
+            return "lambda weighs the primal-dual solver's misfit"
         if name != "joint_solver":
-            raise ValueError(f"name must be 'joint_solver', got {name!r}")
-        if self._values["mode"] != "joint":
+            return ""
+        if v["mode"] != "joint":
             return "the joint solver is used only when the whole image is solved jointly (Whole image: joint)"
-        if not self._values["binary"]:
+        if not v["binary"]:
             return "the joint solver inverts bits only; real values are solved jointly by primal-dual"
         return ""
 
@@ -283,6 +370,9 @@ class Parameters:
         value = int(value)
         limits = self.limits(name)
         if name == "m":
+            if not limits.low <= value <= limits.high and limits.low == limits.high:
+                raise ValueError(f"m must be {limits.low} for {self._values['family']} ({limits.reason}), "
+                                 f"got {value}")
             if not limits.low <= value <= limits.high:
                 raise ValueError(
                     f"m must be between {limits.low} and {limits.high} for {self._values['family']} "

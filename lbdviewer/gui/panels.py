@@ -1,7 +1,8 @@
-"""The panels of the main window: source image, pattern, live solver, whole image.
+"""The panels of the main window that show the document: the source image and the pattern.
 
 Panels only display and forward user intent as signals; the main window
-(the controller) calls the core and feeds the panels.
+(the controller) calls the core and feeds the panels. The runs' panels (live
+solver, whole image) are in :mod:`lbdviewer.gui.run_panels`.
 """
 
 from __future__ import annotations
@@ -11,37 +12,70 @@ import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Q
 import numpy as np
 import pyqtgraph as pg
 from PyQt6.QtCore import QRectF, Qt, pyqtSignal
-from PyQt6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QGridLayout,
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QSlider,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PyQt6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
 
-from lbdviewer.gui.canvas import DIVERGING, SEQUENTIAL, ElidedLabel, ImageCanvas, PatchCanvas, adopt_menus
+from lbdviewer.gui.canvas import DIVERGING, SEQUENTIAL, ImageCanvas, PatchCanvas
 
 MAX_SITES_DRAWN = 4000
 ROI_COLOUR = (255, 60, 60)
 SITE_COLOUR = (80, 200, 255, 170)
+KEYPOINT_COLOUR = (255, 200, 0, 110)
+SELECTED_KEYPOINT_COLOUR = (255, 60, 60)
+#: Points on a keypoint's circle (plus one to close it).
+KEYPOINT_CIRCLE_POINTS = 24
+#: A click selects the nearest keypoint when it lies within this many screen pixels (or within the keypoint).
+CLICK_REACH_PX = 12
+
+
+def keypoint_marks(x, y, size, angle, *, points=KEYPOINT_CIRCLE_POINTS):
+    """Circles of diameter ``size`` and orientation ticks (centre to rim along ``angle``), in view coordinates.
+
+    Returns ``(xy, connect)`` for one ``PlotDataItem``: each keypoint's
+    circle, then its tick when it has an angle (``angle >= 0``, degrees,
+    y pointing down as OpenCV measures it).
+
+    Examples
+    --------
+    >>> xy, connect = keypoint_marks([10.0], [20.0], [4.0], [0.0], points=4)
+    >>> xy[0].tolist(), xy[-1].tolist(), int(connect.sum())
+    ([12.5, 20.5], [12.5, 20.5], 5)
+    """
+    x, y = np.asarray(x, dtype=float) + 0.5, np.asarray(y, dtype=float) + 0.5
+    radius = np.maximum(np.asarray(size, dtype=float), 2.0) / 2.0
+    angles = np.linspace(0.0, 2.0 * np.pi, points + 1)
+    circles = np.stack([x[:, None] + radius[:, None] * np.cos(angles), y[:, None] + radius[:, None] * np.sin(angles)],
+                       axis=-1)
+    connect = np.ones(circles.shape[:2], dtype=bool)
+    connect[:, -1] = False
+    theta = np.deg2rad(np.asarray(angle, dtype=float))
+    oriented = np.asarray(angle) >= 0
+    ticks = np.stack([np.stack([x, y], 1), np.stack([x + radius * np.cos(theta), y + radius * np.sin(theta)], 1)],
+                     axis=1)[oriented]
+    tick_connect = np.tile([True, False], (len(ticks), 1))
+    xy = np.concatenate([circles.reshape(-1, 2), ticks.reshape(-1, 2)])
+    return xy, np.concatenate([connect.ravel(), tick_connect.ravel()])
 
 
 class SourceView(ImageCanvas):
-    """The loaded image with the square patch selector and the patch sites.
+    """The loaded image with the square patch selector, the patch sites or the keypoints.
+
+    For the paper's patterns the red square is the patch selector (drag it).
+    For a library descriptor or a feature file it frames the selected
+    keypoint's patch (where the library reads it, at its level), the
+    keypoints are thin circles with an orientation tick, and a click selects
+    the nearest one.
 
     Signals
     -------
     patch_moved(int, int)
         Top-left ``(x, y)`` = (column, row) of the patch, integer pixels.
+    clicked(float, float)
+        A click on the image at ``(x, y)`` (level-0 pixels, centres at integers),
+        with the distance in image pixels a click may miss a keypoint by.
     """
 
     patch_moved = pyqtSignal(int, int)
+    clicked = pyqtSignal(float, float, float)
 
     def __init__(self, parent=None):
         super().__init__("Image", interactive=True, parent=parent)
@@ -57,27 +91,78 @@ class SourceView(ImageCanvas):
         self.sites_item = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(SITE_COLOUR), pxMode=True)
         self.sites_item.setZValue(5)
         self.view.addItem(self.sites_item)
-        self.keypoints_item = pg.ScatterPlotItem(pxMode=False, brush=None, pen=pg.mkPen((255, 200, 0), width=1.5))
+        pen = pg.mkPen(KEYPOINT_COLOUR, width=1)
+        pen.setCosmetic(True)  # one screen pixel thin whatever the zoom
+        self.keypoints_item = pg.PlotDataItem(pen=pen)
         self.keypoints_item.setZValue(6)
         self.view.addItem(self.keypoints_item)
+        selected_pen = pg.mkPen(SELECTED_KEYPOINT_COLOUR, width=2)
+        selected_pen.setCosmetic(True)
+        self.selected_keypoint_item = pg.PlotDataItem(pen=selected_pen)
+        self.selected_keypoint_item.setZValue(21)
+        self.view.addItem(self.selected_keypoint_item)
+        self.keypoints = None  # (x, y) of the keypoints drawn
         self.roi.sigRegionChanged.connect(self._on_roi_changed)
+        self.graphics.scene().sigMouseClicked.connect(self._on_scene_clicked)
+        self._keypoint_frame = False
         self._last = None
 
-    def set_keypoints(self, x, y=None, size=None):
-        """Draw keypoints as circles of their diameter ``size`` (None clears)."""
-        if x is None:
+    def set_keypoints(self, keypoints):
+        """Draw ``keypoints`` (:class:`~lbdviewer.features.keypoints.Keypoints`, None clears) as thin marks."""
+        self.selected_keypoint_item.setData([], [])
+        if keypoints is None or len(keypoints) == 0:
+            self.keypoints = None
             self.keypoints_item.setData([], [])
             return
-        self.keypoints_item.setData(np.asarray(x) + 0.5, np.asarray(y) + 0.5, size=np.maximum(np.asarray(size), 2.0))
+        self.keypoints = (np.asarray(keypoints.x), np.asarray(keypoints.y))
+        xy, connect = keypoint_marks(keypoints.x, keypoints.y, keypoints.size, keypoints.angle)
+        self.keypoints_item.setData(xy[:, 0], xy[:, 1], connect=connect)
+
+    def select_keypoint(self, x, y, size, angle):
+        """Mark the selected keypoint (a thicker red circle and tick); ``x`` None clears."""
+        if x is None:
+            self.selected_keypoint_item.setData([], [])
+            return
+        xy, connect = keypoint_marks([x], [y], [size], [angle])
+        self.selected_keypoint_item.setData(xy[:, 0], xy[:, 1], connect=connect)
+
+    def show_keypoint_frame(self, footprint):
+        """Frame a keypoint's patch ``(x, y, side)`` (view coordinates) with the fixed square; None: the selector again."""
+        if footprint is None:
+            if self._keypoint_frame:
+                self._keypoint_frame = False
+                self.roi.translatable = True
+                self.roi.setToolTip("Drag the patch; the pattern, the patch view and the live reconstruction follow")
+                if self.array is not None:
+                    self.roi.maxBounds = QRectF(0, 0, self.array.shape[1], self.array.shape[0])
+            return
+        x, y, side = footprint
+        self._keypoint_frame = True
+        self.roi.translatable = False
+        self.roi.maxBounds = None  # a keypoint's patch may reach past the border (read with reflection)
+        self.roi.setToolTip("The selected keypoint's patch, where the library reads it; click a keypoint to select it")
+        self.roi.setPos((x, y), update=False)
+        self.roi.setSize((side, side), update=False)
+        self.roi.stateChanged(finish=True)
+
+    def _on_scene_clicked(self, event):
+        if event.button() != Qt.MouseButton.LeftButton or self.array is None:
+            return
+        point = self.view.mapSceneToView(event.scenePos())
+        reach = CLICK_REACH_PX * self.view.viewPixelSize()[0]
+        self.clicked.emit(point.x() - 0.5, point.y() - 0.5, reach)
 
     def set_image(self, image, title, *, preview=None):
         """Show ``image`` (drawn from ``preview`` when given) and keep the patch selector inside it."""
         self.show_array(image, autorange=True, preview=preview)
         self.set_title(title)
         height, width = image.shape
-        self.roi.maxBounds = QRectF(0, 0, width, height)
+        if not self._keypoint_frame:
+            self.roi.maxBounds = QRectF(0, 0, width, height)
 
     def set_patch_size(self, size):
+        if self._keypoint_frame:
+            return
         x, y = self.patch_position()
         self.roi.setSize((size, size), update=False)
         self.set_patch_position(x, y)
@@ -91,6 +176,8 @@ class SourceView(ImageCanvas):
 
     def set_patch_position(self, x, y):
         """Move the patch selector (clamped to the image, snapped to pixels)."""
+        if self._keypoint_frame:
+            return
         x, y = self._clamped(x, y)
         self.roi.setPos((x, y))
         self._on_roi_changed()
@@ -114,6 +201,8 @@ class SourceView(ImageCanvas):
                 int(min(max(round(y), 0), max(height - size, 0))))
 
     def _on_roi_changed(self):
+        if self._keypoint_frame:
+            return
         x, y = self._clamped(*self.roi.pos())
         if (x, y) != tuple(int(v) for v in self.roi.pos()):
             self.roi.setPos((x, y), update=False)
@@ -124,15 +213,18 @@ class SourceView(ImageCanvas):
 
 
 class PatternPanel(QWidget):
-    """Patch with the pattern overlay, frame-vector browser, weight and occurrence maps.
+    """Patch with the pattern overlay, frame-vector browser, weight and occurrence maps, keypoint chooser.
 
     Signals
     -------
     frame_index_changed(int)
         The frame vector ``L_i`` to show.
+    keypoint_chosen(int)
+        The keypoint to show (library descriptors and feature files).
     """
 
     frame_index_changed = pyqtSignal(int)
+    keypoint_chosen = pyqtSignal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -159,6 +251,13 @@ class PatternPanel(QWidget):
         self.slider.valueChanged.connect(self.spin.setValue)
         self.spin.valueChanged.connect(self.slider.setValue)
         self.spin.valueChanged.connect(self.frame_index_changed)
+        self.keypoint_label = QLabel("keypoint")
+        self.keypoint_spin = QSpinBox()
+        self.keypoint_spin.setRange(0, 0)
+        self.keypoint_spin.setKeyboardTracking(False)
+        self.keypoint_spin.setToolTip("The keypoint shown and solved (click one on the image; [ and ] step through)")
+        self.keypoint_spin.valueChanged.connect(self.keypoint_chosen)
+        self.show_keypoint_chooser(0)
 
         layout = QGridLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -175,6 +274,8 @@ class PatternPanel(QWidget):
         overlay.addWidget(self.pairs_mode)
         overlay.addWidget(self.show_fields)
         overlay.addStretch(1)
+        overlay.addWidget(self.keypoint_label)
+        overlay.addWidget(self.keypoint_spin)
         layout.addLayout(overlay, 1, 0)
         browser = QHBoxLayout()
         browser.addWidget(QLabel("i ="))
@@ -190,163 +291,16 @@ class PatternPanel(QWidget):
     def frame_index(self):
         return self.spin.value()
 
+    def show_keypoint_chooser(self, count, index=None):
+        """Offer keypoints ``0 .. count - 1`` (hidden when ``count`` is 0), showing ``index``, without signalling."""
+        for widget in (self.keypoint_label, self.keypoint_spin):
+            widget.setVisible(count > 0)
+        self.keypoint_spin.blockSignals(True)
+        self.keypoint_spin.setRange(0, max(count - 1, 0))
+        if index is not None:
+            self.keypoint_spin.setValue(int(index))
+        self.keypoint_spin.setSuffix(f" of {count}" if count else "")
+        self.keypoint_spin.blockSignals(False)
+
     def _on_overlay_changed(self):
         self.patch.set_overlay(self.pairs_mode.currentData(), self.show_fields.isChecked())
-
-
-class LivePanel(QWidget):
-    """The true patch beside the live estimate, the curves, the state line and transport buttons."""
-
-    play_clicked = pyqtSignal()
-    step_clicked = pyqtSignal()
-    stop_clicked = pyqtSignal()
-    delay_changed = pyqtSignal(int)
-
-    REAL_VALUED_NOTE = "Real-valued run: no bits, so no bit consistency (the objective is the l1 misfit)"
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.original = ImageCanvas("True patch")
-        self.estimate = ImageCanvas("Live estimate")
-        self.objective_plot = pg.PlotWidget()
-        self.consistency_plot = pg.PlotWidget()
-        for plot, title, label in ((self.objective_plot, "Objective", "objective"),
-                                   (self.consistency_plot, "Bit consistency", "consistent bits (%)")):
-            plot.setTitle(title, size="10pt")
-            plot.setLabel("bottom", "iteration")
-            plot.setLabel("left", label)
-            plot.showGrid(x=True, y=True, alpha=0.25)
-            plot.setMouseEnabled(False, False)
-            plot.setAcceptDrops(False)
-            plot.setMenuEnabled(False)
-            adopt_menus(plot.getPlotItem(), self)
-        self.objective_curve = self.objective_plot.plot(pen=pg.mkPen((255, 170, 0), width=2))
-        self.consistency_curve = self.consistency_plot.plot(pen=pg.mkPen((0, 200, 255), width=2))
-        self.consistency_note = QLabel(self.REAL_VALUED_NOTE)
-        self.consistency_note.setWordWrap(True)
-        self.consistency_note.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.consistency_note.setVisible(False)
-        self.iteration_label = ElidedLabel("iteration 0", elide=Qt.TextElideMode.ElideRight,
-                                           align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-        self.iteration_label.setToolTip("Iterations the live solver has done for this patch, and why it stopped")
-        self.play_button = QPushButton("Play")
-        self.play_button.setToolTip("Play / pause the live solver (Space)")
-        self.step_button = QPushButton("Step")
-        self.step_button.setToolTip("Pause and do one iteration (S)")
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop the live solver (Esc)")
-        self.delay = QSpinBox()
-        self.delay.setRange(0, 500)
-        self.delay.setSuffix(" ms/it")
-        self.delay.setPrefix("delay ")
-        self.delay.setToolTip("Slow motion: wait this long between iterations while playing")
-        self.play_button.clicked.connect(self.play_clicked)
-        self.step_button.clicked.connect(self.step_clicked)
-        self.stop_button.clicked.connect(self.stop_clicked)
-        self.delay.valueChanged.connect(self.delay_changed)
-
-        buttons = QHBoxLayout()
-        for widget in (self.play_button, self.step_button, self.stop_button):
-            widget.setMaximumWidth(widget.fontMetrics().horizontalAdvance("Pause") + 28)
-            buttons.addWidget(widget)
-        buttons.addWidget(self.delay)
-        buttons.addWidget(self.iteration_label, 1)
-        plots = QVBoxLayout()
-        plots.addWidget(self.objective_plot)
-        plots.addWidget(self.consistency_plot)
-        plots.addWidget(self.consistency_note)
-        top = QHBoxLayout()
-        top.addWidget(self.original, 1)
-        top.addWidget(self.estimate, 1)
-        top.addLayout(plots, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(top, 1)
-        layout.addLayout(buttons)
-
-    def set_state_text(self, state):
-        self.play_button.setText("Pause" if state == "running" else "Play")
-
-    def set_binary(self, binary):
-        """Bit consistency exists for bits only: hide its plot (and say why) for real values."""
-        self.consistency_plot.setVisible(binary)
-        self.consistency_note.setVisible(not binary)
-
-    def show_progress(self, text, objective, consistency):
-        self.iteration_label.setText(text)
-        iterations = np.arange(1, len(objective) + 1)
-        self.objective_curve.setData(iterations, np.asarray(objective, dtype=float))
-        if consistency is not None and len(consistency):
-            self.consistency_curve.setData(iterations[: len(consistency)], 100.0 * np.asarray(consistency, dtype=float))
-        else:
-            self.consistency_curve.setData([], [])
-
-    def reset(self):
-        self.iteration_label.setText("iteration 0")
-        self.objective_curve.setData([], [])
-        self.consistency_curve.setData([], [])
-
-
-class WholeImagePanel(QWidget):
-    """Original and whole-image reconstruction side by side, with progress and cancel."""
-
-    run_clicked = pyqtSignal()
-    cancel_clicked = pyqtSignal()
-    edges_toggled = pyqtSignal(bool)
-
-    EDGE_COLOUR = (255, 40, 40, 230)
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.original = ImageCanvas("Original", interactive=True)
-        self.result = ImageCanvas("Reconstruction", interactive=True)
-        self.result.view.setXLink(self.original.view)
-        self.result.view.setYLink(self.original.view)
-        self.edges_item = pg.ImageItem(axisOrder="row-major")
-        self.edges_item.setZValue(10)
-        self.result.view.addItem(self.edges_item)
-        self.run_button = QPushButton("Reconstruct image")
-        self.run_button.setToolTip("Reconstruct the whole image with the current parameters (Ctrl+R)")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Cancel the whole-image reconstruction")
-        self.cancel_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 100)
-        self.progress.setValue(0)
-        self.progress.setFormat("%p%")
-        self.edges_box = QCheckBox("edges")
-        self.edges_box.setToolTip("Overlay the edges of the original on the reconstruction (as in the paper's Fig. 7)")
-        self.metrics_label = ElidedLabel("", elide=Qt.TextElideMode.ElideRight,
-                                         align=Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-        self.run_button.clicked.connect(self.run_clicked)
-        self.cancel_button.clicked.connect(self.cancel_clicked)
-        self.edges_box.toggled.connect(self.edges_toggled)
-
-        controls = QHBoxLayout()
-        controls.addWidget(self.run_button)
-        controls.addWidget(self.cancel_button)
-        controls.addWidget(self.progress, 1)
-        controls.addWidget(self.edges_box)
-        details = QHBoxLayout()
-        details.addWidget(self.metrics_label, 1)
-        views = QHBoxLayout()
-        views.addWidget(self.original)
-        views.addWidget(self.result)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(views, 1)
-        layout.addLayout(controls)
-        layout.addLayout(details)
-
-    def set_running(self, running):
-        self.run_button.setEnabled(not running)
-        self.cancel_button.setEnabled(running)
-
-    def set_edges(self, edges):
-        """Overlay a boolean edge map (None hides it)."""
-        if edges is None:
-            self.edges_item.clear()
-            return
-        rgba = np.zeros(edges.shape + (4,), dtype=np.uint8)
-        rgba[edges] = self.EDGE_COLOUR
-        self.edges_item.setImage(rgba, autoLevels=False, levels=(0, 255))

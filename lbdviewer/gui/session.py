@@ -1,13 +1,25 @@
 """The document the app works on: what is loaded and what has run, without Qt.
 
 :class:`Session` holds the image (or feature file), the pattern and operator
-made from the parameters, the whole-image patch sites, and one record per
-kind of run (the live patch solver, the whole image). A run's record is
-written from what the worker reported (:mod:`lbdviewer.gui.jobs`): the
-parameters the run started with, the solver the core actually ran, the
-iterations it did, whether it stopped early, completed or was cancelled, its
-seconds and metrics. The window shows these records and exports them; it
-never rebuilds them from the form.
+made from the parameters, the whole-image patch sites, the keypoints of a
+library descriptor or a feature file with the one selected, and one record
+per kind of run (:mod:`lbdviewer.gui.runs`).
+
+It works in one of three modes (:attr:`Session.mode`):
+
+``"pattern"``
+    The paper's patterns on the open image: the patch under the selector is
+    described with the form's pattern and solved.
+``"library"``
+    A library descriptor (ORB, BRISK, ...) on the open image: the library
+    detects and describes keypoints (:func:`~lbdviewer.gui.library_jobs.describe_library`,
+    on a worker), the selected keypoint's patch is solved from the library's
+    own bits, the whole image is its features inverted.
+``"features"``
+    A feature file: its descriptor, bits and keypoints, no pixels. An image
+    is paired with it as its ``"original"`` only when its SHA-256 is the one
+    the file records (or the user says so when the file records none), or
+    ``"compared"`` with it on request; otherwise it is a new document.
 
 Views subscribe to changes as they do to :class:`~lbdviewer.gui.model.Parameters`:
 ``callback(name, value)`` with ``name`` one of :data:`EVENTS`.
@@ -23,175 +35,38 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lbdviewer.gui import jobs
+from lbdviewer.gui import jobs, library_jobs
+from lbdviewer.gui.model import descriptor_label, is_library
+from lbdviewer.gui.runs import FEATURE_RUN_PARAMETERS, LiveRun, WholeRun
 from lbdviewer.operators.descriptor import DescriptorOperator
 from lbdviewer.reconstruction.image import default_method
 
-#: What subscribers hear about: a new image, a new pattern/operator, new
-#: sites, a live run's record, the whole-image run's record.
-EVENTS = ("image", "pattern", "sites", "live", "whole")
-#: States of a run.
-STATUSES = ("running", "completed", "cancelled", "failed")
+#: What subscribers hear about: a new image, a new pattern/operator, new sites, new keypoints (a library's or a
+#: file's), the selected keypoint's view (None while it is being built), a live run's record, the whole-image
+#: run's record.
+EVENTS = ("image", "pattern", "sites", "keypoints", "keypoint", "live", "whole")
+#: How an image relates to the open feature file.
+PAIRINGS = ("original", "compared")
 
 
-@dataclass(frozen=True)
-class LiveRun:
-    """The live solver on one patch: what it was started with and what it has done.
+def features_summary(features):
+    """One line naming what a feature set holds.
 
-    ``update`` is the last :class:`~lbdviewer.gui.jobs.LiveUpdate` (None
-    before the first iteration).
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> features = SimpleNamespace(descriptor="orb", keypoints=[0] * 500, n_bits=256, image_shape=(512, 512))
+    >>> features_summary(features)
+    'ORB, 500 keypoints, 256 bits, 512x512'
     """
-
-    parameters: dict
-    patch_xy: tuple
-    patch: np.ndarray
-    method: str
-    status: str = "running"
-    update: object = None
-
-    @property
-    def iterations_run(self):
-        return 0 if self.update is None else self.update.iteration
-
-    def summary(self):
-        """One line on the run's state, for the live panel.
-
-        Examples
-        --------
-        >>> LiveRun({}, (0, 0), np.zeros((2, 2)), "biht").summary()
-        'iteration 0'
-        """
-        if self.update is None:
-            return "iteration 0"
-        if self.status == "completed":
-            return self.update.stop_reason()
-        if self.status == "cancelled":
-            return f"stopped by you at iteration {self.update.iteration}"
-        return f"iteration {self.update.iteration}"
-
-
-@dataclass(frozen=True)
-class WholeRun:
-    """A whole-image reconstruction (or feature-file inversion) as it ran.
-
-    Attributes
-    ----------
-    parameters : dict
-        The parameters the run started with (never the form's later values).
-    method, mode : str
-        The solver the core ran and the mode (joint or patchwise).
-    status : {"running", "completed", "cancelled", "failed"}
-    fraction : float
-        Share of the work done.
-    estimate : ndarray or None
-        The latest whole-image estimate (the result's image when completed).
-    result : lbdviewer.reconstruction.image.ImageResult or None
-        Only for a completed run.
-    metrics : dict or None
-        Against the original, when there is one.
-    iterations_run : int or None
-        Iterations run: the whole-image solver's so far, and at the end the
-        core's count (for a patchwise run the most any patch ran).
-    stale : bool
-        The parameters changed since the run: it is no longer current.
-    source : str
-        The image source it ran on (path, ``sample:NAME`` or feature file).
-    error : str or None
-        Why a failed run failed.
-    features : bool
-        The run inverts a feature file (no pixels) rather than the image's own descriptors.
-    site_count : int
-        Patch sites the run started with.
-    started : float
-        ``time.perf_counter()`` at the start.
-    seconds : float or None
-        Wall-clock time from start to end (the core's own timing when it completed).
-    """
-
-    parameters: dict
-    method: str
-    mode: str
-    source: str
-    status: str = "running"
-    fraction: float = 0.0
-    estimate: np.ndarray | None = None
-    result: object = None
-    metrics: dict | None = None
-    iterations_run: int | None = None
-    stale: bool = False
-    error: str | None = None
-    features: bool = False
-    site_count: int = 0
-    started: float = 0.0
-    seconds: float | None = None
-
-    @property
-    def iterations(self):
-        """The iteration budget of the solver that ran (of a cancelled run: the one it was given)."""
-        if self.result is not None:
-            return int(self.result.iterations)
-        if self.features:  # feature_updates gives the inversion the form's count
-            return int(self.parameters["iterations"])
-        return jobs.whole_image_budget(self.parameters)
-
-    @property
-    def stopped_early(self):
-        """True when the whole-image solver ended at a fixed point before its budget (None if unknown)."""
-        if self.status != "completed" or self.iterations_run is None or self.result is None:
-            return None
-        return self.iterations_run < self.result.iterations
-
-    def title(self):
-        """The reconstruction panel's title for this run: its state first (titles elide at the end).
-
-        Examples
-        --------
-        >>> run = WholeRun({"family": "brief", "offset": 8, "sites": "grid"}, "consistency", "joint", "x")
-        >>> run.title()
-        'Running 0 % — BRIEF: joint consistency, N_off 8'
-        >>> replace(run, status="cancelled", fraction=0.4, estimate=np.zeros((4, 4))).title()
-        'Cancelled at 40 %: partial estimate, not a result'
-        """
-        if self.status == "running":
-            return f"Running {100 * self.fraction:.0f} % — {self.label()}"
-        if self.status == "cancelled":
-            if self.estimate is None:
-                return "Cancelled before any estimate"
-            return f"Cancelled at {100 * self.fraction:.0f} %: partial estimate, not a result"
-        if self.status == "failed":
-            return "Reconstruction failed"
-        if self.stale:
-            return f"Outdated: parameters changed (Ctrl+R) — was {self.label()}"
-        return self.label()
-
-    def label(self):
-        """What ran, in a few words: family, mode, solver, sites."""
-        p = self.parameters
-        if self.features:
-            return f"Inverted from {p.get('descriptor', '?')} bits alone ({self.method})"
-        where = f"N_off {p['offset']}" if p["sites"] == "grid" else "FAST"
-        return f"{p['family'].upper()}: {self.mode} {self.method}, {where}"
-
-    def metrics_text(self):
-        """The metrics line under the panel; empty when there is nothing current to report."""
-        if self.status != "completed" or self.result is None:
-            return ""
-        parts = []
-        if self.metrics:
-            parts.append(f"PSNR {self.metrics['psnr']:.2f} dB")
-            parts.append(f"r = {self.metrics['correlation']:.3f}")
-        if self.result.solver_bit_consistency is not None:
-            parts.append(f"bits {100 * self.result.solver_bit_consistency:.1f} %")
-        if self.stopped_early:
-            parts.append(f"stopped at iteration {self.iterations_run} of {self.result.iterations}")
-        parts.append(f"{self.result.seconds:.1f} s")
-        text = "  ·  ".join(parts)
-        return f"Previous run: {text}" if self.stale else text
+    height, width = features.image_shape
+    return (f"{descriptor_label(features.descriptor)}, {len(features.keypoints)} keypoints, {features.n_bits} bits, "
+            f"{width}x{height}")
 
 
 @dataclass
 class Session:
-    """The open document: image or feature file, pattern, operator, sites, runs.
+    """The open document: image or feature file, pattern, operator, sites, keypoints, runs.
 
     Examples
     --------
@@ -203,8 +78,8 @@ class Session:
     >>> session.rebuild(Parameters(patch_size=16, m=64, offset=8).as_dict())
     >>> heard
     ['image', 'pattern', 'sites']
-    >>> session.patch_at(20, 2).shape, len(session.sites)
-    ((16, 16), 16)
+    >>> session.mode, session.patch_at(20, 2).shape, len(session.sites)
+    ('pattern', (16, 16), 16)
     """
 
     image: np.ndarray | None = None
@@ -214,6 +89,12 @@ class Session:
     preview: object = None
     features: object = None
     features_source: str | None = None
+    features_sha256: str | None = None
+    pairing: str | None = None
+    library: object = None
+    library_images: tuple | None = None
+    keypoint: int | None = None
+    keypoint_view: object = None
     pattern: object = None
     operator: DescriptorOperator | None = None
     parameters: dict = field(default_factory=dict)
@@ -232,13 +113,12 @@ class Session:
             callback(name, value)
 
     # -- the document --------------------------------------------------------
-    def set_image(self, image, source, *, sha256=None, start_xy=None, preview=None, features=None):
-        """Open a float image (H, W) in [0, 1]; forget the previous document and every run.
+    def set_image(self, image, source, *, sha256=None, start_xy=None, preview=None):
+        """Open a float image (H, W) in [0, 1]; forget the previous document (a feature file too) and every run.
 
         ``start_xy`` is where the patch selector starts (default: the most
         textured patch of the current patch size, :func:`~lbdviewer.gui.jobs.textured_position`);
-        ``preview`` is what views draw of a large image (:func:`~lbdviewer.gui.jobs.make_preview`);
-        ``features`` is set by :meth:`set_features`.
+        ``preview`` is what views draw of a large image (:func:`~lbdviewer.gui.jobs.make_preview`).
         """
         image = np.ascontiguousarray(image, dtype=np.float64)
         if image.ndim != 2:
@@ -246,63 +126,205 @@ class Session:
         if start_xy is None:
             size = self.parameters.get("patch_size", 32)
             start_xy = jobs.textured_position(image, size) if min(image.shape) >= size else (0, 0)
-        self.image, self.source, self.sha256, self.start_xy = image, source, sha256, tuple(start_xy)
-        self.preview = preview
-        self.features, self.features_source = features, None if features is None else source
+        self._forget_features()
+        self._set_pixels(image, source, sha256, preview)
+        self.start_xy = tuple(start_xy)
         self.live = self.whole = None
         self._emit("image", image)
 
     def set_features(self, features, source, *, sha256=None):
         """Open a feature file: an empty canvas of its image size (no pixels), its keypoints, no run yet."""
         height, width = features.image_shape
-        self.set_image(np.zeros((height, width)), source, sha256=sha256, start_xy=(0, 0), features=features)
-
-    def is_original_of_features(self, image):
-        """Is ``image`` (just opened) the size of the open feature file's image?"""
-        return self.features is not None and tuple(image.shape) == tuple(self.features.image_shape)
-
-    def set_features_original(self, image, source, *, sha256=None, preview=None):
-        """Open the original of the open feature file: the inversion stays, now with metrics."""
-        self.image = np.ascontiguousarray(image, dtype=np.float64)
-        self.source, self.sha256, self.preview = source, sha256, preview
+        self._forget_features()
+        self._set_pixels(np.zeros((height, width)), source, sha256, None)
+        self.start_xy = (0, 0)
+        self.features, self.features_source, self.features_sha256 = features, source, sha256
+        self.live = self.whole = None
         self._emit("image", self.image)
-        if self.whole is not None and self.whole.result is not None:
-            self._set_whole(replace(self.whole, metrics=jobs.result_metrics(self.image, self.whole.result)))
+        self._emit("keypoints", features.keypoints)
+
+    def _set_pixels(self, image, source, sha256, preview):
+        self.image, self.source, self.sha256, self.preview = image, source, sha256, preview
+
+    def _forget_features(self):
+        self.features = self.features_source = self.features_sha256 = self.pairing = None
+        self.library = self.library_images = None
+        self.keypoint = self.keypoint_view = None
+
+    def pairing_for(self, image_shape, sha256):
+        """What an image just opened is to the open feature file.
+
+        Returns
+        -------
+        str
+            ``"original"`` (the SHA-256 the file records), ``"ask"`` (the
+            file records none and the sizes agree: only the user knows), or
+            ``"other"`` (no feature file, another size, or another image):
+            a new document.
+        """
+        if self.mode != "features" or tuple(image_shape) != tuple(self.features.image_shape):
+            return "other"
+        recorded = self.features.image_sha256
+        if recorded is None:
+            return "ask"
+        return "original" if sha256 == recorded else "other"
+
+    def pair_image(self, image, source, *, sha256=None, preview=None, relation="original"):
+        """Show ``image`` with the open feature file as its ``"original"`` or an image ``"compared"`` with it.
+
+        The inversion stays; its metrics are computed on a worker
+        (:meth:`start_metrics`). The keypoints' true patches come once the
+        model's images of it are in (:meth:`set_library_images`).
+        """
+        if self.mode != "features":
+            raise ValueError("pair_image needs an open feature file")
+        if relation not in PAIRINGS:
+            raise ValueError(f"relation must be one of {PAIRINGS}, got {relation!r}")
+        if tuple(np.shape(image)) != tuple(self.features.image_shape):
+            raise ValueError(f"the image is {np.shape(image)[1]}x{np.shape(image)[0]}; the feature file's is "
+                             f"{self.features.image_shape[1]}x{self.features.image_shape[0]}")
+        self._set_pixels(np.ascontiguousarray(image, dtype=np.float64), source, sha256, preview)
+        self.pairing, self.library_images = relation, None
+        self._emit("image", self.image)
+        if self.whole is not None:  # drawn again fitted to the image (shown=None), measured against it
+            self._set_whole(replace(self.whole, metrics=None, metrics_pending=False, shown=None,
+                                    compared_with=self.name if relation == "compared" else None))
+
+    def close_features(self):
+        """Leave the feature file: its paired image stays open as an image (True), or there is none (False)."""
+        if self.mode != "features":
+            return False
+        if not self.has_pixels:
+            return False
+        self.set_image(self.image, self.source, sha256=self.sha256, preview=self.preview)
+        return True
+
+    @property
+    def mode(self):
+        """``"features"``, ``"library"`` or ``"pattern"`` (see the module notes)."""
+        if self.features_source is not None:
+            return "features"
+        if is_library(self.parameters.get("family")):
+            return "library"
+        return "pattern"
+
+    @property
+    def keypoint_mode(self):
+        """The live panel solves a keypoint (library descriptors, feature files), not the patch under the selector."""
+        return self.mode in ("library", "features")
+
+    @property
+    def descriptor(self):
+        """The descriptor shown: the feature file's, else the form's."""
+        return self.features.descriptor if self.mode == "features" else self.parameters.get("family")
 
     @property
     def has_pixels(self):
         """An image is open (not only a feature file's keypoints on an empty canvas)."""
-        return self.image is not None and (self.features is None or self.source != self.features_source)
+        return self.image is not None and (self.mode != "features" or self.pairing is not None)
 
     @property
     def name(self):
         """The document's short name (file name or sample name)."""
-        if self.source is None:
+        return self.short_name(self.source)
+
+    @staticmethod
+    def short_name(source):
+        if source is None:
             return ""
-        return self.source.split(":", 1)[1] if self.source.startswith("sample:") else os.path.basename(self.source)
+        return source.split(":", 1)[1] if source.startswith("sample:") else os.path.basename(source)
 
-    # -- parameters -> pattern, operator, sites ----------------------------------
+    # -- what the form and the status bar say -------------------------------------
+    def form_state(self):
+        """``(line, fixed, unused)`` for the form (:meth:`lbdviewer.gui.controls.ParametersPanel.set_document`).
+
+        A feature file fixes the descriptor, its bits and its keypoints
+        (shown read-only) and leaves the pattern's own parameters unused; a
+        library descriptor is named with the keypoints it found.
+        """
+        if self.mode == "features":
+            features = self.features
+            what = "the feature file's"
+            fixed = {"family": (features.descriptor, f"{what} descriptor"), "m": (features.n_bits, f"{what} bits"),
+                     "keypoints": (len(features.keypoints), f"{what} keypoints")}
+            unused = {name: "the feature file fixes each keypoint's pattern and patch"
+                      for name in ("patch_size", "seed", "offset", "sites")}
+            unused["binary"] = "a feature file holds bits"
+            unused["joint_solver"] = "a feature file is inverted by sign consistency (as lbdviewer invert)"
+            line = f"Feature file {self.short_name(self.features_source)}: {features_summary(features)}"
+            if self.pairing == "original":
+                line += f"; its original {self.name} is open"
+            elif self.pairing == "compared":
+                line += f"; compared with {self.name} (not its original)"
+            return line, fixed, unused
+        if self.mode == "library":
+            label = descriptor_label(self.parameters["family"])
+            if self.library is None:
+                return f"{label}: the library is describing {self.name}…", {}, {}
+            return f"{label} on {self.name}: {features_summary(self.library.features)}", {}, {}
+        return "", {}, {}
+
+    def status_line(self):
+        """The status bar's summary of what is shown."""
+        p = self.parameters
+        solver = f"{p.get('solver', '')}"
+        if self.mode == "features":
+            return f"{features_summary(self.features)}  ·  feature file  ·  live {solver}"
+        if self.mode == "library":
+            if self.library is None:
+                return f"{descriptor_label(p['family'])}  ·  describing…"
+            return f"{features_summary(self.library.features)}  ·  live {solver}"
+        if self.pattern is None:
+            return ""
+        pattern = self.pattern
+        return (f"{descriptor_label(pattern.name)}  P={pattern.patch_size}  M={pattern.m}  {solver}  "
+                f"{'bits' if p['binary'] else 'real'}")
+
+    # -- parameters -> pattern, operator, sites, keypoints ------------------------
     def rebuild(self, parameters):
-        """Make the pattern, operator and sites of ``parameters`` (a dict); mark older runs stale.
+        """Take ``parameters`` (a dict): the pattern, operator and sites of the paper's patterns; mark runs stale.
 
-        Raises ``ValueError`` (from the core) and changes nothing when the
+        For a library descriptor or a feature file no pattern is made here:
+        the keypoints come from :meth:`set_library` or the file. Raises
+        ``ValueError`` (from the core) and changes nothing when the
         parameters cannot make a pattern.
         """
-        pattern = jobs.pattern_for(parameters)
-        operator = DescriptorOperator(pattern)
-        self.pattern, self.operator, self.parameters = pattern, operator, dict(parameters)
+        parameters = dict(parameters)
+        if self.mode != "features" and not is_library(parameters["family"]):
+            pattern = jobs.pattern_for(parameters)
+            operator = DescriptorOperator(pattern)
+        else:
+            pattern = operator = None
+        library_changed = self.mode == "library" and self.library is not None and self.library_key(
+            parameters) != self.library_key(self.parameters)
+        self.pattern, self.operator, self.parameters = pattern, operator, parameters
+        if self.mode != "features" and (not is_library(parameters["family"]) or library_changed):
+            self.library = self.keypoint = self.keypoint_view = None
         self._emit("pattern", pattern)
         self.update_sites()
-        if self.whole is not None and self.whole.status != "running" and not self.whole.features:
-            stale = self.whole.parameters != self.parameters
+        if self.whole is not None and self.whole.status != "running":
+            stale = self._run_parameters(self.whole.parameters) != self._run_parameters(self.parameters)
             if stale != self.whole.stale:
                 self._set_whole(replace(self.whole, stale=stale))
 
+    def _run_parameters(self, parameters):
+        """The parameters a whole-image run of the current kind depends on."""
+        if self.mode == "features":
+            return {key: parameters.get(key) for key in FEATURE_RUN_PARAMETERS}
+        if self.mode == "library":
+            return {key: parameters.get(key) for key in FEATURE_RUN_PARAMETERS + ("family", "keypoints")}
+        return parameters
+
+    @staticmethod
+    def library_key(parameters):
+        """What a library description depends on: the descriptor and the keypoints asked for."""
+        return parameters.get("family"), parameters.get("keypoints")
+
     def update_sites(self):
-        """The whole-image patch sites (grid or FAST keypoints) for the current parameters."""
+        """The whole-image patch sites (grid or FAST keypoints) of the paper's patterns; none otherwise."""
         if self.image is None or not self.parameters:
             return
-        if min(self.image.shape) < self.parameters["patch_size"]:
+        if self.mode != "pattern" or min(self.image.shape) < self.parameters["patch_size"]:
             self.sites = np.empty((0, 2), dtype=np.int64)  # no patch fits: start_whole says so
         else:
             self.sites = jobs.image_sites(self.image, self.parameters)
@@ -313,17 +335,80 @@ class Session:
         size = self.pattern.patch_size
         return self.image[y : y + size, x : x + size]
 
+    # -- keypoints -------------------------------------------------------------------
+    def needs_library(self):
+        """``(descriptor, keypoints)`` to describe the image with, when a library descriptor has no description yet."""
+        if self.mode != "library" or self.image is None or self.library is not None:
+            return None
+        return self.library_key(self.parameters)
+
+    def set_library(self, document):
+        """Take a :class:`~lbdviewer.gui.library_jobs.LibraryDocument` of the open image (ignored if outdated)."""
+        if self.needs_library() != (document.descriptor, document.keypoints_requested):
+            return False
+        self.library, self.library_images = document, document.images
+        self.keypoint = self.keypoint_view = None
+        self._emit("keypoints", document.features.keypoints)
+        return True
+
+    def set_library_images(self, images):
+        """Take the model's images of a feature file's paired image (its keypoints' true patches)."""
+        if self.mode == "features" and self.pairing is not None:
+            self.library_images = images
+            self.keypoint_view = None
+            self._emit("keypoint", None)
+
+    @property
+    def keypoint_features(self):
+        """The features whose keypoints are shown: a library's description or the feature file (or None)."""
+        if self.mode == "features":
+            return self.features
+        if self.mode == "library" and self.library is not None:
+            return self.library.features
+        return None
+
+    def select_keypoint(self, index):
+        """Select keypoint ``index``; its view is to be built (:func:`~lbdviewer.gui.library_jobs.keypoint_view`)."""
+        features = self.keypoint_features
+        if features is None or not 0 <= int(index) < len(features.keypoints):
+            raise ValueError("index must be one of the keypoints shown")
+        self.keypoint, self.keypoint_view = int(index), None
+        self._emit("keypoint", None)
+
+    def start_keypoint_view(self):
+        """The generator building the selected keypoint's view (with its true patch when there are pixels)."""
+        images = self.library_images if self.has_pixels else None
+        return library_jobs.keypoint_view(self.keypoint_features, self.keypoint, images)
+
+    def set_keypoint_view(self, view):
+        """Take the view of the selected keypoint (ignored if another one was selected since)."""
+        if view.index != self.keypoint or self.keypoint_features is None:
+            return False
+        self.keypoint_view = view
+        self._emit("keypoint", view)
+        return True
+
     # -- the live run ------------------------------------------------------------
     def start_live(self, patch_xy):
-        """Record a live run on the patch at ``patch_xy``; return the generator a worker runs.
+        """Record a live run; return the generator a worker runs.
 
-        Raises ``ValueError`` when there are no pixels (a feature file without its original).
+        The paper's patterns solve the patch at ``patch_xy``; a library
+        descriptor or a feature file solves the selected keypoint from its
+        own bits. Raises ``ValueError`` when there is nothing to solve yet.
         """
+        if self.keypoint_mode:
+            view = self.keypoint_view
+            if view is None:
+                raise ValueError("no keypoint selected yet")
+            method = self.parameters["solver"]
+            self.live = LiveRun(dict(self.parameters), tuple(int(v) for v in view.origin[::-1]), view.patch,
+                                method, keypoint=view)
+            self._emit("live", self.live)
+            return library_jobs.keypoint_live_updates(view, self.parameters)
         if not self.has_pixels:
             raise ValueError("a feature file has no pixels: open its original image to solve patches")
         patch = np.array(self.patch_at(*patch_xy))
-        self.live = LiveRun(dict(self.parameters), tuple(int(v) for v in patch_xy), patch,
-                            self.parameters["solver"])
+        self.live = LiveRun(dict(self.parameters), tuple(int(v) for v in patch_xy), patch, self.parameters["solver"])
         self._emit("live", self.live)
         return jobs.live_updates(self.operator, patch, self.parameters)
 
@@ -337,58 +422,106 @@ class Session:
             self.live = replace(self.live, status="completed" if completed else "cancelled")
             self._emit("live", self.live)
 
+    def clear_live(self):
+        """Forget the live run (nothing to solve now): its estimate must not stay on view as current."""
+        self.live = None
+        self._emit("live", None)
+
     # -- the whole-image run -----------------------------------------------------
     def start_whole(self):
         """Record a whole-image run with the current parameters; return the generator a worker runs.
 
-        Raises ``ValueError`` when no patch site fits in the image.
+        Raises ``ValueError`` when nothing can be reconstructed (no patch
+        site fits, or a library's keypoints are not described yet).
         """
+        if self.mode == "features":
+            return self.start_features()
+        p = dict(self.parameters)
+        if self.mode == "library":
+            if self.library is None:
+                raise ValueError(f"{descriptor_label(p['family'])} has not described the image yet")
+            features = self.library.features
+            self._set_whole(WholeRun(p, default_method(p["mode"], True), p["mode"], self.source, kind="library",
+                                     descriptor=features.descriptor, site_count=len(features.keypoints),
+                                     started=time.perf_counter()))
+            return jobs.feature_updates(features, p, original=self.image)
         if len(self.sites) == 0:
             raise ValueError("no patch site fits in the image with these parameters")
-        p = dict(self.parameters)
         self._set_whole(WholeRun(p, jobs.whole_image_method(p), p["mode"], self.source,
                                  site_count=len(self.sites), started=time.perf_counter()))
         return jobs.whole_image_updates(self.image, self.pattern, self.sites, p)
 
     def start_features(self):
         """Record the inversion of the open feature file; return the generator a worker runs."""
-        p = {**self.parameters, "features": self.features_source, "descriptor": self.features.descriptor}
-        self._set_whole(WholeRun(p, default_method("joint", True), "joint", self.features_source, features=True,
-                                 site_count=len(self.features.keypoints.x), started=time.perf_counter()))
-        return jobs.feature_updates(self.features, self.parameters)
+        p = dict(self.parameters)
+        compared = self.name if self.pairing == "compared" else None
+        self._set_whole(WholeRun(p, default_method(p["mode"], True), p["mode"], self.features_source,
+                                 kind="features", descriptor=self.features.descriptor,
+                                 site_count=len(self.features.keypoints), started=time.perf_counter(),
+                                 compared_with=compared))
+        return jobs.feature_updates(self.features, p, original=self.image if self.has_pixels else None)
 
     def whole_progress(self, update):
         """Take a :class:`~lbdviewer.gui.jobs.WholeUpdate` from the running job."""
         if self.whole is None or self.whole.status != "running":
             return
-        run = replace(self.whole, fraction=update.fraction,
+        run = replace(self.whole, fraction=update.fraction, stage=update.stage,
+                      shown=update.shown if update.shown is not None else self.whole.shown,
                       estimate=update.image if update.image is not None else self.whole.estimate,
                       iterations_run=update.iterations_run if update.iterations_run is not None
                       else self.whole.iterations_run)
         if update.result is not None:
-            metrics = update.metrics
-            if metrics is None and self.whole.features and self.source != self.features_source:
-                metrics = jobs.result_metrics(self.image, update.result)
             ran = update.result.iterations_run  # the core's count (patchwise: the most any patch ran)
             run = replace(run, result=update.result, method=update.result.method, mode=update.result.mode,
-                          estimate=update.result.image, metrics=metrics, seconds=float(update.result.seconds),
+                          estimate=update.result.image, metrics=update.metrics,
+                          metrics_pending=update.metrics_pending, seconds=float(update.result.seconds),
                           iterations_run=ran if ran is not None else run.iterations_run)
         self._set_whole(run)
 
     def whole_ended(self, completed):
-        """The job ended: completed (with its result) or cancelled (what it estimated so far stays partial)."""
+        """The job ended: completed (with its result) or cancelled (what it estimated so far stays partial).
+
+        A job stopped while computing the metrics of its result keeps the
+        result (completed, without metrics).
+        """
         if self.whole is None or self.whole.status != "running":
             return
-        if completed and self.whole.result is not None:
-            stale = not self.whole.features and self.whole.parameters != self.parameters  # edited while it ran
-            self._set_whole(replace(self.whole, status="completed", fraction=1.0, stale=stale))
+        if self.whole.result is not None and (completed or self.whole.metrics_pending):
+            stale = self._run_parameters(self.whole.parameters) != self._run_parameters(self.parameters)
+            self._set_whole(replace(self.whole, status="completed", fraction=1.0, stale=stale,
+                                    metrics_pending=False, stage="solving"))
         else:
             self._set_whole(replace(self.whole, status="cancelled", result=None, metrics=None,
-                                    seconds=time.perf_counter() - self.whole.started))
+                                    metrics_pending=False, seconds=time.perf_counter() - self.whole.started,
+                                    shown=None))  # drawn again over the partial estimate
 
     def whole_failed(self, message):
         if self.whole is not None:
-            self._set_whole(replace(self.whole, status="failed", error=message, result=None, metrics=None))
+            self._set_whole(replace(self.whole, status="failed", error=message, result=None, metrics=None,
+                                    metrics_pending=False))
+
+    def start_metrics(self):
+        """The generator computing a completed run's metrics against the image now open with it (None if not due).
+
+        Due when a completed run has no metrics and there are pixels to
+        compare with (a feature file's image paired after its inversion).
+        """
+        run = self.whole
+        if (run is None or run.status != "completed" or run.result is None or run.metrics is not None
+                or not self.has_pixels):
+            return None
+        self._set_whole(replace(run, metrics_pending=True))
+        return jobs.metrics_updates(self.image, run.result)
+
+    def set_metrics(self, result, metrics):
+        """Take the metrics a worker computed for ``result`` (ignored when the run shown is another one)."""
+        if self.whole is not None and self.whole.result is result and self.whole.metrics_pending:
+            self._set_whole(replace(self.whole, metrics=metrics, metrics_pending=False))
+
+    def metrics_dropped(self):
+        """The metrics job was stopped: the run stays without metrics."""
+        if self.whole is not None and self.whole.metrics_pending and self.whole.status != "running":
+            self._set_whole(replace(self.whole, metrics_pending=False))
 
     def _set_whole(self, run):
         self.whole = run
@@ -396,8 +529,8 @@ class Session:
 
     # -- what can be exported ----------------------------------------------------------
     def has_whole_result(self):
-        """A completed whole-image run exists (stale or not)."""
-        return self.whole is not None and self.whole.status == "completed"
+        """A completed whole-image run exists (stale or not) with its metrics in."""
+        return self.whole is not None and self.whole.status == "completed" and not self.whole.metrics_pending
 
     def live_ended_with_update(self):
         """The live run has ended (completed or stopped) after at least one iteration: it can be exported."""

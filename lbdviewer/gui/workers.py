@@ -1,15 +1,20 @@
 """Long work on worker threads: play, pause, single step, stop, and a clean quit.
 
 A job is a generator from the core (a solver's ``steps()``, a whole-image
-progress iterator) run by a superqt ``GeneratorWorker`` on Qt's global
-thread pool. The generator is wrapped by :func:`gated`, which
+progress iterator) run by a superqt ``GeneratorWorker`` on one of the
+app's own thread pools (:class:`WorkerPools`), never Qt's global one: a
+paused live solve holds its thread, a whole-image solve holds another, and
+loading, exporting and metrics have threads of their own, so no job can
+starve another. The generator is wrapped by :func:`gated`, which
 
 * waits at a :class:`RunGate` before computing each item, so a paused job
   computes nothing, a single step computes exactly one item, and a stop ends
   the generator at once (superqt itself only looks at its quit flag between
   yields);
 * throttles what crosses to the main thread (at most one item per
-  ``interval`` while playing, every item while stepping, always the last one).
+  ``interval`` while playing, every item while stepping, always the last one);
+* closes the generator when it ends or is stopped, so a replaced job stops
+  computing at its next yield and its ``finally`` clauses run.
 
 :class:`JobRunner` owns at most one job at a time, numbers them, and drops
 late items of a job that was replaced or stopped, so slots only ever see the
@@ -23,8 +28,53 @@ import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Q
 import threading
 import time
 
+from dataclasses import dataclass
+
 from PyQt6.QtCore import QObject, QThreadPool, pyqtSignal
 from superqt.utils import create_worker
+
+#: Threads of each pool: the live solver (one job at a time; a paused job keeps its thread), the whole
+#: image (one job), loading files (one), and short tasks (metrics, keypoint views, exports).
+POOL_SIZES = {"live": 1, "whole": 1, "load": 1, "tasks": 2}
+
+
+@dataclass(frozen=True)
+class WorkerPools:
+    """The app's thread pools by name (:data:`POOL_SIZES`), owned by the window.
+
+    Each kind of job has its own threads, so a paused live solve and a
+    running whole-image solve never keep a file from loading, a figure from
+    being written or metrics from being computed.
+    """
+
+    pools: dict
+
+    @classmethod
+    def create(cls, parent=None, sizes=None):
+        """New pools of ``sizes`` threads (default :data:`POOL_SIZES`), children of ``parent``."""
+        pools = {}
+        for name, threads in (POOL_SIZES if sizes is None else sizes).items():
+            pool = QThreadPool(parent)
+            pool.setMaxThreadCount(int(threads))
+            pool.setObjectName(f"lbdviewer-{name}")
+            pools[name] = pool
+        return cls(pools)
+
+    def __getitem__(self, name):
+        return self.pools[name]
+
+    def active_threads(self):
+        """Threads running a job, all pools together."""
+        return sum(pool.activeThreadCount() for pool in self.pools.values())
+
+    def wait(self, timeout_ms=10000):
+        """Wait for every pool to drain; True when all did within ``timeout_ms`` (shared)."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        done = True
+        for pool in self.pools.values():
+            left = max(0, int(1000 * (deadline - time.monotonic())))
+            done = pool.waitForDone(left) and done
+        return done
 
 
 class RunGate:
@@ -104,6 +154,15 @@ def gated(items, gate, *, interval=0.04):
         Items of ``items``: every one while stepping, at most one per
         ``interval`` while playing, and always the last one.
     """
+    try:
+        yield from _throttled(items, gate, interval)
+    finally:  # stopped, ended or replaced: the core's generator stops where it is
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
+def _throttled(items, gate, interval):
     last_sent = 0.0
     pending = None
     has_pending = False
@@ -136,8 +195,12 @@ def gated(items, gate, *, interval=0.04):
         yield pending
 
 
+#: Workers started and not yet finished: a stopped job's worker must outlive the runner's reference to it.
+_ALIVE = set()
+
+
 class JobRunner(QObject):
-    """Runs one gated generator at a time on the thread pool.
+    """Runs one gated generator at a time on a thread pool of its own kind.
 
     Signals carry the job number first so a slot can tell which job spoke;
     items of stale jobs are dropped here and never reach the slots.
@@ -152,6 +215,18 @@ class JobRunner(QObject):
     failed(str)
         The current job raised; the message (a ``ValueError``'s or
         ``OSError``'s own, else prefixed with the exception's type).
+    state_changed(str)
+        ``"running"``, ``"paused"``, ``"stopped"`` (stopped or replaced) or
+        ``"finished"`` (ran to its end).
+
+    Parameters
+    ----------
+    parent : QObject, optional
+    pool : QThreadPool, optional
+        Where the jobs run (default: Qt's global pool, for code outside the
+        window; the window gives each runner one of its :class:`WorkerPools`).
+    interval : float
+        Throttle of :func:`gated`.
     """
 
     progressed = pyqtSignal(object)
@@ -159,8 +234,9 @@ class JobRunner(QObject):
     failed = pyqtSignal(str)
     state_changed = pyqtSignal(str)
 
-    def __init__(self, parent=None, *, interval=0.04):
+    def __init__(self, parent=None, *, pool=None, interval=0.04):
         super().__init__(parent)
+        self.pool = QThreadPool.globalInstance() if pool is None else pool
         self.interval = interval
         self._job = 0
         self._worker = None
@@ -188,7 +264,9 @@ class JobRunner(QObject):
         worker.errored.connect(lambda error, job=job: self._on_error(job, error))
         worker.finished.connect(lambda job=job: self._on_finished(job))
         self._worker, self._gate, self._completed = worker, gate, True
-        worker.start()
+        _ALIVE.add(worker)
+        worker.finished.connect(lambda worker=worker: _ALIVE.discard(worker))
+        self.pool.start(worker)
         self.state_changed.emit("paused" if paused else "running")
 
     def set_delay(self, seconds):
@@ -219,11 +297,15 @@ class JobRunner(QObject):
             self.state_changed.emit("paused")
 
     def stop(self):
-        """Ask the current job to end; its late items are dropped."""
+        """Ask the current job to end; its late items are dropped.
+
+        The gate ends the generator at its next unit (superqt's own quit
+        would leave it suspended, never closed): :func:`gated` then closes
+        the core's generator, whose ``finally`` clauses run on the worker.
+        """
         if self._worker is None:
             return
         self._gate.stop()
-        self._worker.quit()
         self._job += 1
         self._worker = self._gate = None
         self.finished.emit(False)
@@ -248,11 +330,11 @@ class JobRunner(QObject):
             self.state_changed.emit("finished" if completed else "stopped")
 
 
-def stop_all(runners, *, timeout_ms=10000):
-    """Stop ``runners`` and wait for the thread pool to drain.
+def stop_all(runners, pools, *, timeout_ms=10000):
+    """Stop ``runners`` and wait for ``pools`` (:class:`WorkerPools`) to drain.
 
     Returns True when every worker thread ended within ``timeout_ms``.
     """
     for runner in runners:
         runner.stop()
-    return QThreadPool.globalInstance().waitForDone(timeout_ms)
+    return pools.wait(timeout_ms)

@@ -1,3 +1,4 @@
+import hashlib
 import json
 import re
 
@@ -21,12 +22,22 @@ def test_extract_then_invert_with_metrics(tmp_path, image_file, capsys):
     assert main(["extract", str(image_file), "-o", str(features), "--descriptor", "orb", "--keypoints", "25"]) == 0
     loaded = load_features(features)
     assert loaded.descriptor == "orb" and loaded.image_shape == (303, 384) and loaded.n_bits == 256
+    assert loaded.image_sha256 == hashlib.sha256(image_file.read_bytes()).hexdigest()  # the image they came from
     out, metrics = tmp_path / "out.png", tmp_path / "m.json"
     assert main(["invert", str(features), "-o", str(out), "--iterations", "20",
                  "--reference", str(image_file), "--metrics", str(metrics)]) == 0
     assert io.imread(out).shape == (303, 384)
     report = json.loads(metrics.read_text())
     assert report["parameters"]["descriptor"] == "orb" and np.isfinite(report["psnr"])
+
+
+def test_a_filestorage_file_keeps_the_image_sha256_and_still_inverts(tmp_path, image_file):
+    features = tmp_path / "f.yml"
+    assert main(["extract", str(image_file), "-o", str(features), "--descriptor", "beblid", "--keypoints", "15"]) == 0
+    loaded = load_features(features)
+    assert loaded.image_sha256 == hashlib.sha256(image_file.read_bytes()).hexdigest()
+    assert "image_sha256" not in loaded.model_params() and "library" not in loaded.model_params()
+    assert main(["invert", str(features), "-o", str(tmp_path / "out.png"), "--iterations", "5", "--quiet"]) == 0
 
 
 def test_verify_model_prints_agreement(image_file, capsys):

@@ -92,3 +92,15 @@ def test_not_an_npz(tmp_path):
 def test_keypoints_validate_octave():
     with pytest.raises(ValueError, match="octave"):
         Keypoints([1.0], [1.0], octave=[0.5])
+
+
+def test_the_image_sha256_is_optional_checked_and_kept(tmp_path):
+    assert _features().image_sha256 is None  # files without it (older ones, other programs) still open
+    digest = "0123456789abcdef" * 4
+    path = tmp_path / "f.npz"
+    save_features(path, _features(params={"n_levels": 8, "image_sha256": digest}))
+    loaded = load_features(path)
+    assert loaded.image_sha256 == digest and loaded.model_params() == {"n_levels": 8}
+    for bad in ("ABC", "g" * 64, 12):
+        with pytest.raises(ValueError, match="image_sha256"):
+            _features(params={"image_sha256": bad})

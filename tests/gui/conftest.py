@@ -77,9 +77,10 @@ def make_window(qtbot, settings):
     for win in made:
         win.close()
         assert not win.busy(), "a job outlived its window"
+        assert win.pools.active_threads() == 0, "a worker thread outlived its window"
         _delete_now(win)
     assert QThreadPool.globalInstance().waitForDone(5000)
-    assert QThreadPool.globalInstance().activeThreadCount() == 0, "a worker thread outlived its window"
+    assert QThreadPool.globalInstance().activeThreadCount() == 0, "a job ran on Qt's global pool"
     leaked = [w for w in QApplication.topLevelWidgets() if w not in before]
     assert not leaked, f"widgets outlived their window: {leaked}"
 
@@ -96,16 +97,20 @@ def open_extracted_features(qtbot, window, tmp_path):
     """Open in ``window`` a feature file the real library extracts from an image, and wait for its inversion.
 
     Call as ``open_extracted_features(image, descriptor, n_keypoints=..., timeout=...)``;
-    ``iterations`` (default 20) is set on the window first unless ``None``.
-    Returns the arguments of ``whole_finished`` (``[True]`` when the
-    inversion finished).
+    ``iterations`` (default 20) is set on the window first unless ``None``;
+    ``image_file`` (the file ``image`` was read from) has its SHA-256
+    recorded, as ``lbdviewer extract`` does. Returns the arguments of
+    ``whole_finished`` (``[True]`` when the inversion finished).
     """
+    import hashlib
+
     from lbdviewer.features.extract import extract_features
     from lbdviewer.features.files import save_features
 
-    def open_features(image, descriptor, *, n_keypoints, timeout, iterations=20):
+    def open_features(image, descriptor, *, n_keypoints, timeout, iterations=20, image_file=None):
         path = tmp_path / f"{descriptor}.npz"
-        save_features(path, extract_features(image, descriptor, n_keypoints=n_keypoints))
+        digest = None if image_file is None else hashlib.sha256(image_file.read_bytes()).hexdigest()
+        save_features(path, extract_features(image, descriptor, n_keypoints=n_keypoints, image_sha256=digest))
         if iterations is not None:
             window.parameters.iterations = iterations
         with qtbot.waitSignal(window.whole_finished, timeout=timeout) as blocker:

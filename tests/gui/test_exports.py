@@ -115,7 +115,7 @@ def test_a_cancelled_run_is_exported_as_cancelled(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.whole_finished, timeout=5000):
         window.cancel_whole()
     assert window.whole.metrics_label.text() == ""  # no metrics under "cancelled"
-    assert window.whole.result.title_text().startswith("Cancelled at")
+    assert window.whole.state_label.full_text().startswith("Cancelled at")
     assert window.whole.result.is_dimmed()
     with pytest.raises(ValueError, match="nothing to show"):
         window.exports.export_figure("whole", str(tmp_path / "whole"))
@@ -177,6 +177,17 @@ def test_the_families_figure_is_made_on_a_worker(qtbot, window, tmp_path):
         window.exports.export_families(str(tmp_path / "families"), ExportOptions(("png",), "single", 150))
     assert blocker.args == [str(tmp_path / "families.png")]
     record = strict_json(tmp_path / "families.json")
-    assert record["extra"]["families"] == ["brief", "freak", "ra-freak", "ex-freak"]
+    families = ["brief", "freak", "ra-freak", "ex-freak"]
+    assert record["extra"]["families"] == families
+    solver = record["solver"]  # the four solves, not null
+    assert solver["method"] == "biht" and solver["rows"] == 4 and solver["iterations_requested"] == 40
+    solves = record["extra"]["solves"]
+    assert set(solves) == set(families)
+    for family, solve in solves.items():
+        assert solve["method"] == "biht" and 1 <= solve["iterations_run"] <= 40 and solve["seconds"] > 0
+        assert solve["stopped_early"] == (solve["iterations_run"] < 40) and 0.5 < solve["bit_consistency"] <= 1
+        assert (solve["stop_reason"] is None) == (not solve["stopped_early"])
+    assert solver["iterations_run"] == max(solve["iterations_run"] for solve in solves.values())
+    assert solves["ex-freak"]["m"] == 903 and record["parameters"]["m_by_family"]["brief"] == 128
     assert set(record["display"]) == {"original patch", "BRIEF M=128", "FREAK M=128", "RA-FREAK M=128",
                                       "EX-FREAK M=903"}

@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from PyQt6.QtCore import Qt, QThreadPool
+from PyQt6.QtCore import Qt
 from PyQt6.QtTest import QTest
 
 from skimage import data
@@ -35,7 +35,7 @@ def esc_seconds(qtbot, window):
     started = time.perf_counter()
     QTest.keyClick(window, Qt.Key.Key_Escape)
     assert window.session.whole.status == "cancelled"
-    qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() == 0, timeout=10000)
+    qtbot.waitUntil(lambda: window.pools.active_threads() == 0, timeout=10000)
     return time.perf_counter() - started
 
 
@@ -54,7 +54,7 @@ def test_esc_stops_a_feature_file_inversion_at_once(qtbot, window, many_keypoint
     assert seconds < ESC_WITHIN_S
     run = window.session.whole
     assert run.status == "cancelled" and run.result is None
-    title = window.whole.result.title_text()
+    title = window.whole.state_label.full_text()
     if phase == "set-up":
         assert title == "Cancelled before any estimate" and run.estimate is None
     else:

@@ -56,7 +56,7 @@ def test_a_coherent_run_says_coherent_and_draws_flat_noise_flat(qtbot, make_wind
     run = run_whole(qtbot, window)
     assert run.method == run.result.method == "coherent"
     assert run.result.iterations == DEFAULT_ITERATIONS[("joint", "coherent")]  # its own budget, not the form's 40
-    assert "joint coherent" in window.whole.result.title_text()
+    assert "joint coherent" in window.whole.run_label.full_text()
     assert default.result.image.std() < 0.25 * image.std()  # the default's gated margins draw the noise flat ...
     assert run.result.image.std() < 0.25 * image.std()  # ... and so does coherent's rule
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "coherent.png"))
@@ -73,14 +73,15 @@ def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qt
     window.controls.set_value("joint_solver", "coherent")
     window.rebuild()
     window.run_whole()  # ~1300 iterations, ~20x the wait below
-    qtbot.waitUntil(lambda: window.whole.progress.value() >= 1, timeout=10000)  # the bar moves
+    qtbot.waitUntil(lambda: window.session.whole.estimate is not None and (window.session.whole.iterations_run or 0) >= 15,
+                    timeout=10000)  # the solver has run a while
     with qtbot.waitSignal(window.whole_finished, timeout=5000) as blocker:
         QTest.keyClick(window, Qt.Key.Key_Escape)
     assert blocker.args == [False]
     run = window.session.whole
     assert run.status == "cancelled" and run.result is None and run.estimate is not None
     assert run.method == "coherent" and 15 <= run.iterations_run < DEFAULT_ITERATIONS[("joint", "coherent")]
-    assert window.whole.result.title_text().startswith("Cancelled at") and window.whole.result.is_dimmed()
+    assert window.whole.state_label.full_text().startswith("Cancelled at") and window.whole.result.is_dimmed()
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "partial.png"))
     record = read_sidecar(sidecar)  # strict JSON, the run-record schema
     assert record["status"] == "cancelled" and record["solver"]["method"] == "coherent"
@@ -90,6 +91,6 @@ def test_esc_during_a_coherent_run_leaves_a_partial_estimate_marked_cancelled(qt
 def test_a_feature_file_keeps_its_own_solver(qtbot, window, make_image, open_extracted_features):
     combo = window.controls.widgets["joint_solver"]
     assert open_extracted_features(np.tile(make_image(), (2, 2)), "orb", n_keypoints=20, timeout=20000) == [True]
-    assert not combo.isEnabled() and "feature file is inverted by its own solver" in window.controls.note.text()
+    assert not combo.isEnabled() and "feature file is inverted by sign consistency" in window.controls.note.text()
     window.session.set_image(make_image(), "test-image", sha256="0" * 64)  # an image again: the choice applies
     assert combo.isEnabled()

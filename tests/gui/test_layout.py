@@ -1,8 +1,11 @@
 """Geometry at the two screen sizes users have: nothing clipped, every panel sized by design."""
 
+import numpy as np
 import pytest
 from PyQt6.QtCore import QRectF
 from PyQt6.QtGui import QImage, QPainter
+
+from lbdviewer.gui.jobs import WholeUpdate
 
 SIZES = [(1280, 720), (1920, 1080)]
 
@@ -60,7 +63,7 @@ def busy_window(qtbot, window):
         window.run_whole()
     window.parameters.m = 96
     window.rebuild()
-    assert window.whole.result.title_text().startswith("Outdated")
+    assert window.whole.state_label.full_text().startswith("Outdated")
     return window
 
 
@@ -69,11 +72,23 @@ def check_window(qtbot, window, size):
     for name, canvas in canvases(window).items():
         check_canvas(name, canvas)
     result = window.whole.result
-    assert result.title.is_elided() or result.title.fontMetrics().horizontalAdvance(
-        result.title_text()) <= result.title.width()
-    assert result.view.width() > 0.8 * result.graphics.width()  # the long title took no room from the image
+    state = window.whole.state_label
+    assert state.full_text() == "Outdated: parameters changed (Ctrl+R to run again)"
+    assert not state.is_elided() and result.title_text() == "Reconstruction (outdated)"  # read in full
+    assert result.view.width() > 0.8 * result.graphics.width()  # the title took no room from the image
     for label in (window.whole.metrics_label, window.live.iteration_label):
         assert label.fontMetrics().horizontalAdvance(label.text()) <= label.width()
+
+
+def test_a_cancelled_title_is_read_in_full_at_1280x720(qtbot, window):
+    window.resize(*SIZES[0])
+    window.reset_layout()
+    qtbot.wait(50)
+    window.session.start_whole().close()  # recorded as running; its updates are fed by hand below
+    window.session.whole_progress(WholeUpdate(0.47, np.zeros((96, 96))))
+    window.session.whole_ended(False)
+    title = window.whole.state_label
+    assert title.full_text() == "Cancelled at 47 %: partial estimate" and not title.is_elided()
 
 
 def test_nothing_is_clipped_and_the_panels_grow_with_the_window(qtbot, busy_window):

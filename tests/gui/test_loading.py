@@ -66,10 +66,11 @@ def test_a_large_image_loads_while_the_event_loop_keeps_turning(qtbot, window, l
         loaded = time.perf_counter()
         qtbot.wait(300)  # the new image is drawn
     assert window.session.image.shape == (2500, 2500)
-    # Loaded on the GUI thread, the window would freeze for the whole load; here it only repaints
-    # (a repaint of the whole window takes 40-70 ms offscreen on a busy 2-core machine).
+    # Loaded on the GUI thread, the window would freeze for the whole load; here it only repaints: each of its
+    # eight image views once or twice, 150-250 ms in all offscreen on a busy 2-core machine (pyqtgraph queues
+    # the views' repaints as posted events, handled in one batch).
     gap = beat.longest_gap()
-    assert gap < 0.5 * (loaded - started) and gap < 0.25, f"event loop stalled {gap:.3f} s"
+    assert gap < 0.5 * (loaded - started) and gap < 0.4, f"event loop stalled {gap:.3f} s"
 
 
 def test_a_hostile_file_reaches_a_dialog_and_the_window_keeps_turning(qtbot, window, tmp_path):

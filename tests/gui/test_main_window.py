@@ -4,7 +4,7 @@ import hashlib
 
 import numpy as np
 import pytest
-from PyQt6.QtCore import QMimeData, QPoint, QPointF, Qt, QThreadPool, QUrl
+from PyQt6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PyQt6.QtGui import QDragEnterEvent, QDropEvent
 
 from lbdviewer import io
@@ -186,7 +186,7 @@ def test_close_mid_run_stops_and_waits_for_workers(qtbot, window, capfd):
     assert window.live_runner.running
     window.close()
     assert not window.busy()
-    assert QThreadPool.globalInstance().activeThreadCount() == 0
+    assert window.pools.active_threads() == 0
     assert "QThread: Destroyed" not in capfd.readouterr().err
 
 
@@ -237,7 +237,7 @@ def test_whole_image_reconstruction_can_be_cancelled(qtbot, window):
     run = window.session.whole
     assert run.status == "cancelled" and run.result is None and window.whole.run_button.isEnabled()
     assert "cancelled" in window.statusBar().currentMessage()
-    qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() == 0, timeout=5000)
+    qtbot.waitUntil(lambda: window.pools.active_threads() == 0, timeout=5000)
 
 
 def test_a_running_estimate_is_redrawn_at_most_every_half_second_and_the_progress_every_update(window):
@@ -260,14 +260,14 @@ def test_a_running_estimate_is_redrawn_at_most_every_half_second_and_the_progres
     drawn = panel.result.array.copy()
     session.whole_progress(WholeUpdate(0.4, first))
     session.whole_ended(False)  # an ended run is drawn at once
-    assert panel.result.title_text().startswith("Cancelled at 40 %") and not np.array_equal(panel.result.array, drawn)
+    assert panel.state_label.full_text().startswith("Cancelled at 40 %") and not np.array_equal(panel.result.array, drawn)
 
 
 def test_feature_file_shows_keypoints_and_inverts_them(window, make_image, open_extracted_features):
     image = np.tile(make_image(), (2, 2))
     assert open_extracted_features(image, "orb", n_keypoints=20, timeout=20000) == [True]
     assert window.session.image.shape == image.shape and not window.session.image.any()  # an empty canvas
-    assert len(window.source.keypoints_item.data) > 0
+    assert len(window.source.keypoints_item.getData()[0]) > 0
     assert window.whole.result.array.shape == image.shape and window.whole.result.array.any()
 
 
@@ -278,17 +278,18 @@ def test_opening_the_original_after_features_shows_them_side_by_side(qtbot, wind
     image = np.tile(make_image(), (2, 2))
     original = tmp_path / "original.png"
     save_png(original, image)
-    open_extracted_features(image, "orb", n_keypoints=20, timeout=20000)
+    open_extracted_features(image, "orb", n_keypoints=20, timeout=20000, image_file=original)
     inversion = window.session.whole.result
     assert window.whole.result.metadata["display"]["rule"] == "percentile"  # no original to fit to
     assert "PSNR" not in window.whole.metrics_label.text()  # nothing to compare with yet
-    load(qtbot, window, original)
-    assert window.session.whole.result is inversion  # the inversion stays ...
+    with qtbot.waitSignal(window.metrics_finished, timeout=20000):  # measured on a worker
+        load(qtbot, window, original)
+    assert window.session.whole.result is inversion and window.session.pairing == "original"  # the inversion stays
     assert window.whole.result.metadata["display"]["rule"] == "fit"  # ... now shown fitted to the original
     np.testing.assert_allclose(window.whole.original.array, window.session.image)
-    assert window.session.image.any() and len(window.source.keypoints_item.data) > 0
+    assert window.session.image.any() and len(window.source.keypoints_item.getData()[0]) > 0
     assert "r = " in window.whole.metrics_label.text()
-    assert "original.png" in window.whole.original.title_text()
+    assert "original.png" in window.source.title_text() and "its original" in window.source.title_text()
 
 
 def test_bad_feature_file_keeps_previous_image(qtbot, window, tmp_path):

@@ -58,7 +58,7 @@ def test_biht_and_real_values_exclude_each_other():
 def test_the_models_do_not_import_qt():
     """The parameter model, the session and what they use run without Qt (and their tests without qtbot)."""
     code = ("import sys, lbdviewer.gui.model, lbdviewer.gui.session, lbdviewer.gui.sidecars, lbdviewer.gui.jobs, "
-            "lbdviewer.gui.presenter; "
+            "lbdviewer.gui.presenter, lbdviewer.gui.runs, lbdviewer.gui.overlay, lbdviewer.gui.library_jobs; "
             "print(any(m.startswith(('PyQt', 'pyqtgraph', 'superqt', 'qtpy')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -96,3 +96,18 @@ def test_the_joint_solver_is_one_of_the_whole_image_methods_and_says_when_it_is_
     assert "inverts bits only" in p.why_unused("joint_solver")
     p.binary = True
     assert p.why_unused("joint_solver") == ""
+
+
+def test_library_descriptors_fix_their_bits_and_leave_the_patterns_parameters_unused():
+    p = Parameters(m=1000)
+    heard = []
+    p.subscribe(lambda name, value: heard.append((name, value)))
+    p.family = "akaze"
+    assert p.m == 486 and ("m", 486) in heard and p.limits("m").low == p.limits("m").high == 486
+    for name in ("patch_size", "seed", "offset", "sites", "binary", "joint_solver"):
+        assert "AKAZE" in p.why_unused(name)
+    assert p.why_unused("keypoints") == "" and p.why_unused("iterations") == ""
+    with pytest.raises(ValueError, match="m must be 486 for akaze"):
+        p.m = 256
+    p.family = "brief"
+    assert p.m == 1000 and p.why_unused("keypoints")  # BRIEF gets its own M back and detects no keypoints

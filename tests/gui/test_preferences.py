@@ -8,7 +8,8 @@ from PyQt6.QtCore import QSettings
 from lbdviewer import io
 from lbdviewer.gui import preferences
 from lbdviewer.gui.export_actions import ExportDialog, ExportOptions
-from lbdviewer.gui.main_window import DEFAULT_SAMPLE, VIEW_DEFAULTS
+from lbdviewer.gui.main_window import DEFAULT_SAMPLE
+from lbdviewer.gui.window_layout import VIEW_DEFAULTS
 from lbdviewer.gui.model import Parameters
 from lbdviewer.gui.preferences import DictStore, restore_parameters, save_parameters
 

@@ -149,19 +149,26 @@ def test_a_patchwise_run_shows_its_estimate_as_it_progresses(session):
     assert covered == sorted(covered) and covered[0] < covered[-1]  # the estimate fills in as patches are solved
 
 
-def test_a_feature_file_has_no_pixels_to_solve(make_image):
+def test_a_feature_file_has_no_pixels_and_pairs_only_with_its_own_image(make_image):
     from types import SimpleNamespace
 
     s = Session()
     s.rebuild(Parameters(patch_size=16, m=64).as_dict())
     heard = []
     s.subscribe(lambda name, value: heard.append((name, s.features is not None)))
-    features = SimpleNamespace(image_shape=(40, 48), descriptor="orb", keypoints=SimpleNamespace(x=[1, 2]))
+    digest = "ab" * 32
+    features = SimpleNamespace(image_shape=(40, 48), descriptor="orb", keypoints=SimpleNamespace(x=[1, 2]),
+                               image_sha256=digest)
     s.set_features(features, "/data/orb.npz")
-    assert heard[0] == ("image", True)  # subscribers hear about the image once the feature file is known
-    assert s.image.shape == (40, 48) and not s.has_pixels
+    assert heard[:2] == [("image", True), ("keypoints", True)]  # heard once the feature file is known
+    assert s.image.shape == (40, 48) and not s.has_pixels and s.mode == "features"
     s.rebuild(s.parameters)
-    with pytest.raises(ValueError, match="no pixels"):
+    assert s.pattern is None and len(s.sites) == 0  # the form's pattern plays no part
+    with pytest.raises(ValueError, match="no keypoint selected"):
         s.start_live((0, 0))
-    s.set_features_original(make_image()[:40, :48], "/data/original.png")
-    assert s.has_pixels and s.features is features
+    assert s.pairing_for((40, 48), "cd" * 32) == "other"  # another image of the same size: a new document
+    assert s.pairing_for((40, 40), digest) == "other"
+    assert s.pairing_for((40, 48), digest) == "original"
+    s.pair_image(make_image()[:40, :48], "/data/original.png", sha256=digest, relation="original")
+    assert s.has_pixels and s.features is features and s.pairing == "original"
+    assert s.close_features() and s.mode == "pattern" and s.features is None and s.source == "/data/original.png"

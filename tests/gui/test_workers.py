@@ -49,3 +49,35 @@ def test_pausing_flushes_the_held_item_and_stepping_yields_every_item():
     gate.stop()
     with pytest.raises(StopIteration):
         next(out)
+
+
+def test_a_replaced_job_stops_computing_and_is_closed(qtbot):
+    import time
+
+    from PyQt6.QtCore import QThreadPool
+
+    from lbdviewer.gui.workers import JobRunner
+
+    pool = QThreadPool()
+    pool.setMaxThreadCount(2)  # room for both jobs at once: only the stop can end the first
+    runner = JobRunner(pool=pool, interval=0.0)
+    state = {"count": 0, "closed": False}
+
+    def forever():
+        try:
+            while True:
+                state["count"] += 1
+                time.sleep(0.002)
+                yield state["count"]
+        finally:  # the generator was closed, not abandoned
+            state["closed"] = True
+
+    runner.start(forever())
+    qtbot.waitUntil(lambda: state["count"] > 5, timeout=5000)
+    with qtbot.waitSignal(runner.finished, timeout=5000):
+        runner.start(iter(range(3)))  # the replacement
+    qtbot.waitUntil(lambda: state["closed"], timeout=5000)
+    count = state["count"]
+    qtbot.wait(100)
+    assert state["count"] == count  # nothing more computed
+    assert pool.waitForDone(5000)

@@ -150,3 +150,34 @@ def test_cli_extract_invert_and_verify_akaze(tmp_path, image, capsys):
     assert main(["verify-model", str(path), "--descriptor", "akaze", "--keypoints", "15", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["descriptors"][0]["exact"] == 1.0 and report["descriptors"][0]["linear"] > 0.99
+
+
+def test_cell_corners_hold_the_samples_of_their_cell(described):
+    model, result = described
+    kp = result.keypoints.take(slice(0, 8))
+    levels, cells, rows, cols, _, _ = model.sample_grid(kp)
+    corner_levels, corners = model.cell_corners(kp)
+    assert np.array_equal(corner_levels, levels) and corners.shape == (8, 29, 4, 2)
+    for k in range(8):
+        for cell in range(29):
+            c0, c1, _, c3 = corners[k, cell]
+            e1, e2 = c1 - c0, c3 - c0
+            samples = np.stack([cols[k, cells == cell], rows[k, cells == cell]], axis=1) - c0
+            u, v = samples @ e1 / (e1 @ e1), samples @ e2 / (e2 @ e2)
+            slack = 0.71 / np.sqrt(e1 @ e1)  # rounding moves a sample by at most half a pixel diagonal
+            assert np.all((u > -slack) & (u < 1 + slack) & (v > -slack) & (v < 1 + slack))
+
+
+def test_patch_operator_maps_are_its_rows(described, image):
+    model, result = described
+    (op,) = model.patch_operators(result.keypoints.take([3]), image_shape=image.shape)
+    matrix = np.stack([op.frame_vector(i).ravel() for i in range(op.m)])
+    np.testing.assert_allclose(matrix, op.adjoint(np.eye(op.m)).reshape(op.m, -1), atol=1e-12)
+    pairs = comparison_pairs()
+    values = np.abs(op.functionals)
+    expected = sum(values[a] + values[b] for a, b in pairs)
+    np.testing.assert_allclose(op.weight_map().ravel(), expected)
+    reads = sum(((op.functionals[a] != 0) | (op.functionals[b] != 0)).astype(int) for a, b in pairs)
+    assert np.array_equal(op.occurrence_map().ravel(), reads) and op.occurrence_map().max() <= 486
+    with pytest.raises(ValueError, match="index must be an integer from 0 to 485"):
+        op.frame_vector(486)

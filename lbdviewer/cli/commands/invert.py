@@ -150,7 +150,7 @@ def _metrics(args, features, reference, result, check):
     else:
         quality = {key: None for key in QUALITY_KEYS}
     params = {k: (int(v) if k == "patch_size" and float(v).is_integer() else v)
-              for k, v in features.params.items() if k != "library"}
+              for k, v in features.model_params().items()}
     out = {
         "features": str(args.features),
         "reference": None if reference is None else str(args.reference),

@@ -38,7 +38,7 @@ import numpy as np
 from lbdviewer.features.keypoints import Keypoints
 from lbdviewer.libraries.akaze.operator import AkazePatchOperator
 from lbdviewer.libraries.base import LibraryModel, gray_uint8
-from lbdviewer.libraries.akaze.grid import N_CHANNELS, comparison_pairs, grid_cells
+from lbdviewer.libraries.akaze.grid import N_CHANNELS, cell_corners, comparison_pairs, grid_cells
 from lbdviewer.libraries.akaze.scale_space import DERIVATIVE_FACTOR, build_scale_space, level_sigmas
 
 F32 = np.float32
@@ -182,6 +182,21 @@ class Model(LibraryModel):
         sy = yf[:, None] + (l * c * sc + k * s * sc)
         sx = xf[:, None] + ((-l) * s * sc + k * c * sc)
         return levels, cells, np.rint(sy).astype(np.int64), np.rint(sx).astype(np.int64), co, si
+
+    def cell_corners(self, keypoints):
+        """Corners of every keypoint's cells in its level's pixels (:func:`~lbdviewer.libraries.akaze.grid.cell_corners`).
+
+        Returns
+        -------
+        levels : ndarray of int, shape (K,)
+        corners : ndarray, shape (K, 29, 4, 2)
+            ``(x, y)`` level positions; :meth:`sample_grid` rounds the
+            samples inside them.
+        """
+        levels, xf, yf, scale, co, si = self._frames(keypoints)
+        corners = [cell_corners(float(x), float(y), float(s), float(c), float(n))
+                   for x, y, s, c, n in zip(xf, yf, scale, co, si)]
+        return levels, np.array(corners, dtype=np.float64).reshape(len(keypoints), len(grid_cells()), 4, 2)
 
     def cell_values(self, images, keypoints, *, exact=True):
         """The ``(K, 29, 3)`` cell means of ``(Lt, rotated derivatives)`` for every keypoint.

@@ -117,6 +117,38 @@ class AkazePatchOperator:
             cv2.sepFilter2D(image, cv2.CV_64F, kx, ky, dst=filtered, borderType=cv2.BORDER_CONSTANT)
         return out
 
+    @property
+    def m(self):
+        """Number of measurements (486)."""
+        return self.shape[0]
+
+    def frame_vector(self, index):
+        r"""Measurement ``index`` as a ``(P, P)`` image: :math:`F_{a_i} - F_{b_i}` (row ``index`` of the operator).
+
+        Examples
+        --------
+        >>> op = AkazePatchOperator(0, 1, (100, 100), np.arange(29), np.full(29, 50), np.arange(40, 69), 1.0, 0.0, 2,
+        ...                         0.0, smooth=False)
+        >>> bool(np.allclose(op.frame_vector(3), op.adjoint(np.eye(486)[3])))
+        True
+        """
+        if isinstance(index, bool) or int(index) != index or not 0 <= index < self.m:
+            raise ValueError(f"index must be an integer from 0 to {self.m - 1}, got {index!r}")
+        a, b = comparison_pairs()[int(index)]
+        return (self.functionals[a] - self.functionals[b]).reshape(self.domain_shape)
+
+    def weight_map(self):
+        r"""Total weight each pixel receives, :math:`\sum_i |F_{a_i}| + |F_{b_i}|` (as for a field pattern)."""
+        uses = np.bincount(comparison_pairs().ravel(), minlength=3 * N_CELLS).astype(np.float64)
+        return (uses @ np.abs(self.functionals)).reshape(self.domain_shape)
+
+    def occurrence_map(self):
+        """How many measurements read each pixel (either of their two functionals), ``(P, P)`` int."""
+        support = self.functionals != 0
+        pairs = comparison_pairs()
+        reads = support[pairs[:, 0]] | support[pairs[:, 1]]
+        return reads.sum(axis=0).astype(np.int64).reshape(self.domain_shape)
+
     def cell_values(self, patch):
         """The ``(..., 29, 3)`` cell values of a patch (or batch of patches)."""
         patch = np.asarray(patch, dtype=np.float64)
