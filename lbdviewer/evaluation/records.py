@@ -20,7 +20,9 @@ Schema ``lbdviewer.run-record`` version 1 (keys of the top-level object):
                   requested: a fixed point or convergence), ``stop_reason``,
                   ``rows``/``rows_stopped_early`` for a batch of patches,
                   ``bit_consistency`` (None for real-valued runs); ``null``
-                  when nothing was solved (a pattern or a map)
+                  when nothing was solved (a pattern or a map) or when a
+                  figure shows several runs: ``extra.panels`` then holds one
+                  :func:`panel_record` per panel (its solver, metrics, seconds)
 ``seconds``       wall-clock time of the run (None if not timed)
 ``metrics``       quality metrics against the original (may be empty)
 ``source``        the image: ``name``, ``path``, ``sha256`` of the file,
@@ -220,6 +222,49 @@ def solver_record(*, state=None, result=None, iterations_requested=None):
     record["stop_reason"] = _stop_reason(stopped, per_row)
     record["bit_consistency"] = None if consistency is None else float(consistency)
     return record
+
+
+def panel_record(*, state=None, result=None, method=None, mode=None, iterations_requested=None, seconds=None,
+                 metrics=None, parameters=None, display=None):
+    """The record of one panel of a figure that shows several runs (``extra["panels"][name]`` of its record).
+
+    Each panel says what its solver ran (``solver``, :func:`solver_record`:
+    method, mode, iterations requested and run, stop reason, bit
+    consistency), how well (``metrics``), how long (``seconds``), with what
+    (``parameters``) and how it is shown (``display``).
+
+    Parameters
+    ----------
+    state, result, iterations_requested
+        See :func:`solver_record`.
+    method, mode : str, optional
+        Name the solver when ``result`` does not (a patch solved alone
+        leaves only its final ``state``).
+    seconds : float, optional
+        Wall-clock time; default ``result.seconds``.
+    metrics, parameters, display : dict, optional
+
+    Returns
+    -------
+    dict
+        ``solver``, ``metrics``, ``seconds``, ``parameters``, ``display``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> state = SimpleNamespace(iteration=9, iterations_run=np.array([9]), bit_consistency=np.array([1.0]))
+    >>> panel = panel_record(state=state, method="biht", iterations_requested=40, seconds=0.02)
+    >>> panel["solver"]["method"], panel["solver"]["iterations_run"], panel["solver"]["stop_reason"]
+    ('biht', 9, 'all bits consistent')
+    """
+    solver = solver_record(state=state, result=result, iterations_requested=iterations_requested)
+    if solver is not None:
+        solver["method"] = solver["method"] or method
+        solver["mode"] = solver["mode"] or mode
+    if seconds is None and result is not None:
+        seconds = getattr(result, "seconds", None)
+    return {"solver": solver, "metrics": dict(metrics or {}), "seconds": None if seconds is None else float(seconds),
+            "parameters": dict(parameters or {}), "display": display}
 
 
 def _merge_parameters(result, parameters):
