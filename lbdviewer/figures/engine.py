@@ -356,7 +356,7 @@ def _draw_panel(figure, item, width_px, height_px, measure):
                                              width_px, height_px))
         mappable = ScalarMappable(norm=Normalize(panel.vmin, panel.vmax), cmap=panel.cmap)
         bar = figure.colorbar(mappable, cax=bar_axes)
-        values = ticks(panel)
+        values = ticks(panel, measure, item["height"])
         bar.set_ticks(values, labels=[tick_label(t) for t in values])
         bar.ax.tick_params(labelsize=TICK_PT, length=TICK_LENGTH_PT, width=TICK_WIDTH_PT, pad=TICK_PAD_PT)
         bar.outline.set_linewidth(LINE_WIDTH_PT)

@@ -144,12 +144,15 @@ def words(line):
     return [word for word in out if word]
 
 
-def ticks(panel):
+def ticks(panel, measure=None, height=None):
+    """A colour bar's ticks: the panel's own, or up to five round values, as many as its ``height`` (pixels)
+    holds with a line between labels."""
     if panel.ticks is not None:
         return [float(t) for t in panel.ticks]
     if np.isclose(panel.vmin, -panel.vmax):
         return [panel.vmin, 0.0, panel.vmax]
-    values = MaxNLocator(nbins=4).tick_values(panel.vmin, panel.vmax)
+    bins = 4 if height is None else int(np.clip(height // (2 * measure.line_height(TICK_PT)), 1, 4))
+    values = MaxNLocator(nbins=bins).tick_values(panel.vmin, panel.vmax)
     span = panel.vmax - panel.vmin
     return [float(v) for v in values if panel.vmin - 1e-9 * span <= v <= panel.vmax + 1e-9 * span]
 
@@ -171,11 +174,21 @@ def bar_space(panel, measure, height=None):
     """Pixels a panel's colour bar takes to the right of its image (0 without one)."""
     if panel.colorbar is None:
         return 0
-    labels = [tick_label(t) for t in ticks(panel)]
+    labels = [tick_label(t) for t in ticks(panel, measure, height)]
     widest = max((measure.width(label, TICK_PT) for label in labels), default=0.0)
     lines = bar_label(panel, measure, height).count("\n") + 1
     return int(np.ceil(measure.px(BAR_GAP) + measure.px(BAR_WIDTH) + measure.pt(TICK_LENGTH_PT + TICK_PAD_PT)
                        + widest + measure.pt(LABEL_PAD_PT) + lines * measure.line_height(LABEL_PT) + 2))
+
+
+def bar_overhang(cell, measure):
+    """Pixels a colour bar's text stands beyond each end of its bar: half a tick label, or half of what a
+    label longer than the bar sticks out (a label of one long word cannot be wrapped)."""
+    if cell.panel.colorbar is None:
+        return 0
+    height = cell.height * cell.scale
+    label = max(measure.width(line, LABEL_PT) for line in bar_label(cell.panel, measure, height).split("\n"))
+    return int(np.ceil(max(0.6 * measure.pt(TICK_PT), (label - height) / 2)))
 
 
 def shape_of(panel):
@@ -329,9 +342,8 @@ def place(spec, rows, width_px, measure, caption=""):
         titles = [measure.wrap(cell.title, TITLE_PT, cell.span()) if cell.title else "" for cell in row]
         lines = max((title.count("\n") + 1 for title in titles if title), default=0)
         title_band = int(np.ceil(lines * line + measure.pt(TITLE_GAP_PT))) if lines else 0
-        # a colour bar's end tick labels stand half a line beyond the bar's ends: keep them in the row
-        overhang = int(np.ceil(0.6 * measure.pt(TICK_PT))) if any(cell.bar for cell in row) else 0
-        title_band = max(title_band, overhang)
+        overhang = max((bar_overhang(cell, measure) for cell in row), default=0)
+        title_band += overhang
         for cell, title in zip(row, titles):
             placed.append({"panel": cell.panel, "letter": cell.letter, "title": title, "title_size": TITLE_PT,
                            "x": x + cell.indent(), "title_y": y, "y": y + title_band, "width": cell.width * cell.scale,
