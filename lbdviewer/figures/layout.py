@@ -268,9 +268,17 @@ def flow(rows, usable, gap):
 
 
 def _row_scales(row, usable, gap, max_height):
-    """The largest integer scales with which ``row`` fits: scale = share // width, share the most that fits."""
+    """The largest integer scales with which ``row`` fits.
+
+    The widest image gets ``share // width``, ``share`` the most that fits;
+    every other image the largest scale that keeps it no wider than that one
+    (a smaller image is not shown larger than its neighbours).
+    """
+    widest = max(row, key=lambda cell: cell.width)
+
     def scales_for(share):
-        return [max(1, min(share // cell.width, max_height // cell.height)) for cell in row]
+        target = widest.width * max(1, min(share // widest.width, max_height // widest.height))
+        return [max(1, min(target // cell.width, max_height // cell.height)) for cell in row]
 
     low, high = 1, usable
     while low < high:

@@ -84,9 +84,9 @@ def panel_facts(row):
         return f"{name}: not inverted ({row.error})"
     if row.keypoints == 0:
         return f"{name}: no keypoint kept"
-    ocr = "OCR not run" if row.lines_read is None else f"OCR {row.lines_read}/{row.lines_total} lines"
+    ocr = "" if row.lines_read is None else f", OCR {row.lines_read}/{row.lines_total} lines"
     correlation = "$r$ undefined" if not np.isfinite(row.correlation) else f"$r = {row.correlation:.2f}$"
-    return f"{name}: {row.keypoints} keypoints, {correlation}, coverage {100 * row.coverage:.0f} %, {ocr}"
+    return f"{name}: {row.keypoints} keypoints, {correlation}, coverage {100 * row.coverage:.0f} %{ocr}"
 
 
 def table_rows(rows):

@@ -252,6 +252,8 @@ def _html_math(expression):
             continue
         if char in "=<>":
             html_parts.append(f" {html.escape(char)} ")
+        elif char == ",":
+            html_parts.append(", ")
         elif char == "-":
             html_parts.append("−")
         elif char.isalpha():

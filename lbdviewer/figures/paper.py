@@ -64,7 +64,7 @@ DETAIL_CROPS = (("camera", 64, 192, 128), ("astronaut", 40, 150, 128))
 QUICK_CROP = ("camera", 96, 208, 64)
 QUICK_OFFSET1_CROP = ("camera", 112, 224, 40)
 QUICK_FAST_CROP = ("camera", 80, 200, 96)
-QUICK_SHAPES_CROP = ("shapes", 32, 32, 64)
+QUICK_SHAPES_CROP = ("shapes", 72, 88, 64)
 QUICK_ITERATIONS = {"biht": 15, "primal-dual": 40, "consistency": 30}
 FAST_NOTE = "FAST keypoints (OpenCV defaults: threshold 10, non-maximum suppression)"
 FIT_NOTE = ("Reconstructions are shown with the gain and offset fitted to the original, mean and spread matched "
@@ -102,8 +102,8 @@ class _Runs:
         return shown.image, result
 
     def solvers(self, keys=None):
-        """The solvers the runs ``keys`` (default: all) used, as the paper names them: ``"BIHT (patchwise)"``."""
-        used = dict.fromkeys(f"{solver_name(panel['solver']['method'])} ({mode_name(panel['solver']['mode'])})"
+        """The solvers the runs ``keys`` (default: all) used, as the paper names them: ``"BIHT"``."""
+        used = dict.fromkeys(solver_name(panel["solver"]["method"])
                              for key, panel in self.panels.items() if keys is None or key in keys)
         return " and ".join(used)
 
@@ -241,7 +241,8 @@ def offsets_figure(*, quick=False):
         rows.append(row)
     last = len(offsets) - 1
     caption = (f"FREAK ({measurements_text(pattern.m)}, {patch_text(PATCH_SIZE)} patches) on "
-               f"{_source_words(source)} at grid offsets {offset_text('32, 16, 8')} and 1. "
+               f"{_source_words(source)} at grid offsets {offset_text(offsets[0])}, {', '.join(map(str, offsets[1:-1]))} "
+               f"and {offsets[-1]}. "
                f"{letter_span(0, last)}: each patch solved alone by "
                f"{runs.solvers([f'patches offset {o}' for o in offsets])}, overlaps averaged; "
                f"{letter_span(last + 1, 2 * last + 1)}: the whole image solved at once by "
@@ -306,8 +307,9 @@ def fast_real_figure(*, quick=False):
     """
     rows, runs, counts, sources = yield from _fast_figure("fast-real", ("brief",), binary=False, quick=quick)
     caption = (f"Real-valued BRIEF measurements ({measurements_text(512)}, {patch_text(PATCH_SIZE)} patches) at "
-               f"{FAST_NOTE}; {counts}. {_panel_letters(rows, 1)}: each patch solved alone (mean 0.5, as in the "
-               f"paper); {_panel_letters(rows, 2)}: joint; by {runs.solvers()}, with {lam_text(DEFAULT_LAM)} "
+               f"{FAST_NOTE}; {counts}. {_panel_letters(rows, 0)}: the original; {_panel_letters(rows, 1)}: each "
+               f"patch solved alone (mean 0.5, as in the paper); {_panel_letters(rows, 2)}: the whole image solved "
+               f"at once; both by {runs.solvers()}, with {lam_text(DEFAULT_LAM)} "
                f"instead of the paper's 0.1: with fields of unit $\\ell_1$ norm and an orthonormal Haar, at "
                f"$\\lambda = 0.1$ the $\\ell_1$ prior outweighs the data and most patches come out exactly constant "
                f"(grey blocks). Descriptors carry no brightness: a patchwise patch keeps the mean 0.5, and a joint "
@@ -321,8 +323,10 @@ def fast_binary_figure(*, quick=False):
     """Binary BRIEF and FREAK on FAST keypoints, patchwise and joint; uncovered pixels black (paper Fig. 10)."""
     rows, runs, counts, sources = yield from _fast_figure("fast-binary", ("brief", "freak"), binary=True, quick=quick)
     caption = (f"Binary BRIEF and FREAK ({measurements_text(512)}, {patch_text(PATCH_SIZE)} patches) at "
-               f"{FAST_NOTE}; {counts}. Each row: the original, then BRIEF and FREAK, each patchwise (by "
-               f"{runs.solvers([k for k in runs.panels if k.endswith('patches')])}) and joint (by "
+               f"{FAST_NOTE}; {counts}. {_panel_letters(rows, 0)}: the original; {_panel_letters(rows, 1)}: BRIEF "
+               f"and {_panel_letters(rows, 3)}: FREAK, each patch solved alone (by "
+               f"{runs.solvers([k for k in runs.panels if k.endswith('patches')])}); {_panel_letters(rows, 2)}: "
+               f"BRIEF and {_panel_letters(rows, 4)}: FREAK, the whole image solved at once (by "
                f"{runs.solvers([k for k in runs.panels if k.endswith('joint')])}). Pixels no patch covers are "
                f"black. {FIT_NOTE}")
     return _spec("fast-binary", rows, caption), runs.record(parameters={"keypoints": FAST_NOTE, "sources": sources})
@@ -345,9 +349,10 @@ def detail_figure(*, quick=False):
             row.append(Panel(shown, title=descriptor_name(family)))
         rows.append(row)
     details = " and ".join(_source_words(source) for source in sources.values())
-    caption = (f"BRIEF ({_panel_letters(rows, 1)}) against FREAK ({_panel_letters(rows, 2)}) on details: "
-               f"{details}; {measurements_text(512)}, {patch_text(PATCH_SIZE)} patches every 8 pixels "
-               f"({offset_text(8)}), each solved alone by {runs.solvers()}. {FIT_NOTE}")
+    caption = (f"BRIEF against FREAK on details: {details} ({_panel_letters(rows, 0)}); "
+               f"{_panel_letters(rows, 1)}: BRIEF, {_panel_letters(rows, 2)}: FREAK, {measurements_text(512)}, "
+               f"{patch_text(PATCH_SIZE)} patches every 8 pixels ({offset_text(8)}), each solved alone by "
+               f"{runs.solvers()}. {FIT_NOTE}")
     return _spec("detail", rows, caption), runs.record(parameters={"offset": 8, "sources": sources})
 
 

@@ -51,8 +51,8 @@ def test_quick_weight_maps_and_offsets_in_three_formats(tmp_path, capsys):
         assert panels[f"patches offset {offset}"]["solver"]["method"] == "biht"
         assert joint["display"]["rule"] == "fit" and 0 < joint["metrics"]["correlation"] <= 1
     # the caption names the solvers that ran, as the runs recorded them, as the paper names them
-    assert "(a)–(d): each patch solved alone by BIHT (patchwise)" in caption
-    assert f"(e)–(h): the whole image solved at once by {solver_name(joint['solver']['method'])} (joint)" in caption
+    assert "(a)–(d): each patch solved alone by BIHT, overlaps averaged" in caption
+    assert f"(e)–(h): the whole image solved at once by {solver_name(joint['solver']['method'])}." in caption
     assert offsets["source"]["name"] == "camera" and len(offsets["source"]["sha256"]) == 64
     assert "offsets.png" in capsys.readouterr().out
 
