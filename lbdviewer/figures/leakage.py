@@ -195,7 +195,6 @@ def leakage_figure(*, quick=False):
                         parameters={"quick": bool(quick), "keypoints": n_keypoints, "iterations": iterations,
                                     "descriptors": list(DESCRIPTORS), "titles": list(BOOK_TITLES),
                                     "mode": "joint"},
-                        extra={"table": table_rows(rows),
-                               "panels": {row.descriptor: _panel(row, display.get(row.descriptor)) for row in rows}},
-                        seconds=sum(row.seconds for row in rows))
+                        extra={"table": table_rows(rows)},
+                        panels={row.descriptor: _panel(row, display.get(row.descriptor)) for row in rows})
     return spec, record

@@ -111,7 +111,7 @@ class _Runs:
         return run_record(f"figure:{self.name}", source=source,
                           parameters={"quick": bool(self.quick), **(parameters or {})},
                           display={key: value["display"] for key, value in self.panels.items()} or None,
-                          extra={"panels": self.panels}, seconds=sum(p["seconds"] for p in self.panels.values()))
+                          panels=self.panels)
 
 
 def _crop(region):
@@ -424,16 +424,12 @@ def iter_figure(name, *, quick=False, **options):
 
 
 def make_figure(name, *, quick=False, **options):
-    """Compute one of the paper's figures: its spec and the record of what ran.
+    """Compute one of the paper's figures: its spec and the record of what ran (:func:`iter_figure` to the end).
 
     Parameters
     ----------
-    name : str
-        One of :data:`FIGURES`.
-    quick : bool
-        Small crops and few iterations (previews and tests; the record says so).
-    **options
-        Options of that figure (``shared_scale`` for ``weight-maps``).
+    name, quick, **options
+        As :func:`iter_figure`.
 
     Returns
     -------

@@ -152,6 +152,12 @@ def test_every_figure_with_runs_records_each_panels_run(made):
             assert (solver["bit_consistency"] is None) == (name == "fast-real"), (name, key)  # real values: no bits
             assert panel["seconds"] > 0 and -1 <= panel["metrics"]["correlation"] <= 1, (name, key)
         assert record["seconds"] == pytest.approx(sum(p["seconds"] for p in panels.values()))
+        methods = {(p["solver"]["method"], p["solver"]["mode"]) for p in panels.values()}
+        top = record["solver"]  # the panels read as one batch when they ran one solver, else null
+        assert (top is None) == (len(methods) > 1), name
+        if top is not None:
+            assert top["rows"] == len(panels) and top["iterations_run"] == max(
+                p["solver"]["iterations_run"] for p in panels.values()), name
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no TeX engine (apt-get install texlive-latex-base)")
