@@ -203,6 +203,18 @@ def _math_symbol(char):
     return command + (" " if command[-1].isalpha() else "")
 
 
+def unescape_text(text):
+    r"""Text outside math, as :func:`latex_text` wrote it, back to plain Unicode (``\%`` → ``%``, ``~`` → no-break space).
+
+    Examples
+    --------
+    >>> unescape_text(r"41 \% of a\_b")
+    '41 % of a_b'
+    """
+    pattern = "|".join(re.escape(key) for key in sorted(_HTML_TEXT, key=len, reverse=True))
+    return "".join(_HTML_TEXT.get(piece, piece) for piece in re.split(f"({pattern})", text))
+
+
 def html_text(latex):
     r"""The LaTeX of :func:`latex_text` as HTML (math in italics with sub- and superscripts), for the contact sheet.
 
@@ -216,9 +228,7 @@ def html_text(latex):
         if is_math:
             out.append(_html_math(part))
             continue
-        pattern = "|".join(re.escape(key) for key in sorted(_HTML_TEXT, key=len, reverse=True))
-        pieces = re.split(f"({pattern})", part)
-        out.append("".join(_HTML_TEXT.get(piece, html.escape(piece, quote=False)) for piece in pieces))
+        out.append(html.escape(unescape_text(part), quote=False))
     return "".join(out)
 
 
