@@ -81,6 +81,8 @@ FORMATS = ("png", "pdf", "svg")
 DEFAULT_FORMATS = ("png", "pdf")
 DEFAULT_DPI = 300
 DPI_RANGE = (72, 1200)
+#: A figure taller than this (inches) does not fit a journal page with its caption (``layout["taller_than_page"]``).
+PAGE_HEIGHT = 9.0
 #: Where the caption goes: beside the artwork (``stem.caption.txt``, ``stem.tex``; the default) or drawn inside.
 CAPTION_PLACEMENTS = ("beside", "inside")
 FRAME_COLOR = "0.35"
@@ -287,7 +289,9 @@ def render_figure(spec, *, width="double", dpi=DEFAULT_DPI, caption="beside"):
     layout : dict
         ``width_in``, ``height_in``, ``dpi``, ``pixels`` ``[W, H]``,
         ``column_in`` (the width asked for), ``fills_column`` (the figure
-        has that width), ``caption`` (LaTeX, :func:`~lbdviewer.figures.notation.latex_text`),
+        has that width), ``taller_than_page`` (taller than :data:`PAGE_HEIGHT`:
+        a higher dpi sets its images smaller, or a wider figure holds more a row),
+        ``caption`` (LaTeX, :func:`~lbdviewer.figures.notation.latex_text`),
         ``caption_placement``, and per panel ``letter``, ``title``, ``x``,
         ``y`` (top-left of the inset in the PNG, pixels), ``width``,
         ``height``, ``scale``, ``source_shape``, ``cmap``, ``vmin``,
@@ -306,7 +310,7 @@ def render_figure(spec, *, width="double", dpi=DEFAULT_DPI, caption="beside"):
     with style_context():
         figure, layout = _render(spec, rows, width_in, dpi, spec.caption if caption == "inside" else "")
     layout.update(column_in=width_in, fills_column=layout["pixels"][0] == Measure(dpi).px(width_in),
-                  caption=latex, caption_placement=caption)
+                  taller_than_page=layout["height_in"] > PAGE_HEIGHT, caption=latex, caption_placement=caption)
     return figure, layout
 
 

@@ -13,6 +13,7 @@ from lbdviewer._runtime import progress
 from lbdviewer.cli.commands import figures as command
 from lbdviewer.cli.main import main
 from lbdviewer.evaluation.records import read_sidecar
+from lbdviewer.figures import engine
 from lbdviewer.figures.notation import html_text, solver_name
 
 
@@ -65,6 +66,15 @@ def test_a_bar_over_figures_and_panels_on_a_terminal(tmp_path, capsys, monkeypat
     assert "offsets.png" in drawn.out
     assert main(["figures", str(tmp_path), "--quick", "--only", "frame-vectors", "--format", "png", "--quiet"]) == 0
     assert "figures:" not in capsys.readouterr().err
+
+
+def test_a_figure_taller_than_a_page_says_how_to_fit_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(engine, "PAGE_HEIGHT", 1.0)  # frame-vectors is 1.9 in tall at one column
+    assert main(["figures", str(tmp_path), "--quick", "--only", "frame-vectors", "--format", "png", "--width",
+                 "single"]) == 0
+    assert "note: frame-vectors is 1.9 in tall at 3.50 in wide, taller than a journal page: --dpi 600" in \
+        capsys.readouterr().out
+    assert read_sidecar(tmp_path / "frame-vectors.json")["extra"]["figure"]["taller_than_page"] is True
 
 
 def test_list_says_what_each_figure_shows(capsys):

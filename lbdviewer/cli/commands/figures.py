@@ -111,6 +111,7 @@ def run(args):
     from tqdm import tqdm
 
     from lbdviewer._runtime.progress import advance, progress_bar
+    from lbdviewer.evaluation.records import read_sidecar
     from lbdviewer.figures.captions import write_sheet
     from lbdviewer.figures.paper import iter_figure, write_figure
 
@@ -133,6 +134,11 @@ def run(args):
             figures_bar.update(1)
             files = ", ".join(path.name for path in written.values())
             tqdm.write(f"{folder / name}: {files}  ({time.perf_counter() - started:.1f} s)", file=sys.stdout)
+            layout = read_sidecar(written["json"])["extra"]["figure"]
+            if layout["taller_than_page"]:
+                tqdm.write(f"  note: {name} is {layout['height_in']:.1f} in tall at {layout['width_in']:.2f} in wide, "
+                           f"taller than a journal page: --dpi {2 * args.dpi} sets its images at half the size, "
+                           f"--width double puts more a row", file=sys.stdout)
     if args.sheet:
         print(f"{write_sheet(folder, names)}: every figure at its print size, with its caption", flush=True)
     return 0
