@@ -43,8 +43,6 @@ KEYPOINTS = 500
 QUICK_CROP = ("camera", 96, 176, 160)
 QUICK_KEYPOINTS = 60
 QUICK_ITERATIONS = 20
-#: Panels a row (the original and eight descriptors make three rows of three).
-PER_ROW = 3
 #: The columns of the table, in order (:meth:`lbdviewer.evaluation.leakage.LeakRow.as_dict`).
 COLUMNS = ("descriptor", "keypoints", "n_bits", "file_bytes", "correlation", "coverage", "bit_consistency",
            "lines_read", "lines_total", "seconds", "error")
@@ -155,8 +153,8 @@ def leakage_spec(image, rows, *, source_name, n_keypoints, quick=False):
                f"original over the covered pixels; coverage: share of pixels some keypoint's patch covers (the rest "
                f"black); {legibility}. Reconstructions shown with the gain and offset fitted to the original, mean "
                f"and spread matched." + (" Quick preview: a crop, few keypoints and iterations." if quick else ""))
-    grid = [panels[start:start + PER_ROW] for start in range(0, len(panels), PER_ROW)]
-    return FigureSpec(kind="leakage", rows=tuple(tuple(row) for row in grid), caption=caption), display
+    # one row: the engine cuts it into even rows for the width (three of three at two columns, 300 dpi)
+    return FigureSpec(kind="leakage", rows=(tuple(panels),), caption=caption), display
 
 
 def _panel(row, display):

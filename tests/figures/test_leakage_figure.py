@@ -40,7 +40,7 @@ def test_the_original_comes_first_then_one_panel_per_descriptor_by_the_display_r
     spec, display = leakage_figure.leakage_spec(image, rows, source_name="ramp", n_keypoints=500)
     panels = [panel for row in spec.rows for panel in row]
     assert spec.kind == "leakage" and len(panels) == 1 + len(rows)
-    assert all(len(row) <= leakage_figure.PER_ROW for row in spec.rows)
+    assert len(spec.rows) == 1  # one row: the engine cuts it evenly for the width
     assert panels[0].title == "original" and np.allclose(panels[0].image, image)
     assert panels[1].title == "ORB\n$r = 0.71$" and panels[2].title == "BRISK\n$r = 0.64$"  # short titles
     assert "(b) ORB: 30 keypoints, $r = 0.71$, coverage 44 %, OCR 2/4 lines" in spec.caption  # the facts: caption
@@ -53,6 +53,11 @@ def test_the_original_comes_first_then_one_panel_per_descriptor_by_the_display_r
     assert "tesseract" in spec.caption
     layout = render_figure(spec, width="double", dpi=100)[1]
     assert [p["letter"] for p in layout["panels"]] == ["(a)", "(b)", "(c)", "(d)"]
+    nine = leakage_figure.leakage_spec(np.zeros((512, 512)), [_row(f"d{k}", 0.5, shape=(512, 512)) for k in range(8)],
+                                       source_name="zeros", n_keypoints=500)[0]
+    for width, dpi, rows in (("double", 300, [3, 3, 3]), ("single", 600, [3, 3, 3]), ("single", 300, [2, 2, 2, 2, 1])):
+        panels = render_figure(nine, width=width, dpi=dpi)[1]["panels"]
+        assert [sum(p["y"] == y for p in panels) for y in sorted({p["y"] for p in panels})] == rows
 
 
 def test_a_descriptor_without_keypoints_says_so():
