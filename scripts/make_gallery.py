@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from lbdviewer.figures import FIGURES, write_figure
+from lbdviewer.figures.notation import split_math, unescape_text
 from lbdviewer.io.files import atomic_write
 from lbdviewer.evaluation.records import read_sidecar
 
@@ -41,6 +42,18 @@ def rst_text(text):
     return _RST_SPECIAL.sub(r"\\\1", text)
 
 
+def rst_caption(latex):
+    r"""A caption as the records hold it (LaTeX: math between dollars) in reST: math as ``:math:``, text escaped.
+
+    Examples
+    --------
+    >>> print(rst_caption(r"FREAK at $N_{\mathrm{off}} = 8$, 41 \% of L_i, 32$\times$32."))
+    FREAK at \ :math:`N_{\mathrm{off}} = 8`\ , 41 % of L\_i, 32\ :math:`\times`\ 32.
+    """
+    return "".join(rf"\ :math:`{part}`\ " if is_math else rst_text(unescape_text(part))
+                   for is_math, part in split_math(latex))
+
+
 def section(names):
     """The page's gallery section (reST), from the records in ``GALLERY``."""
     relative = Path("..") / GALLERY.relative_to(ROOT)
@@ -51,7 +64,7 @@ def section(names):
         quick = " (quick: small crops, few iterations)" if record["parameters"].get("quick") else ""
         title = f"``{name}``{quick}"
         lines += [title, "~" * len(title), "", f".. figure:: {(relative / f'{name}.png').as_posix()}",
-                  f"   :alt: {name}", "   :width: 100%", "", f"   {rst_text(figure['caption'])}", ""]
+                  f"   :alt: {name}", "   :width: 100%", "", f"   {rst_caption(figure['caption'])}", ""]
     lines.append(END)
     return "\n".join(lines)
 

@@ -26,13 +26,13 @@ for name, operator in operators.items():
     limit = max(float(np.abs(v).max()) for v in vectors)
     panels = []
     for i, vector in zip(picked, vectors):
-        panels.append(lbd.figures.Panel(
-            vector, title=f"{name.upper()} L_{i + 1}", cmap=lbd.figures.DIVERGING,
-            vmin=-limit, vmax=limit, colorbar="L_i value" if i == picked[-1] else None))
+        panels.append(lbd.figures.Panel(  # titled as the paper numbers pairs: row 0 is L_1
+            vector, title=f"{name.upper()}, {lbd.patterns.pair_label(i, math=True)}", cmap=lbd.figures.DIVERGING,
+            vmin=-limit, vmax=limit, colorbar="$L_i$" if i == picked[-1] else None))
     rows.append(tuple(panels))
 spec = lbd.figures.FigureSpec(
     kind="frame-vectors", rows=tuple(rows),
-    caption="Frame vectors L_i (rows of L, counted from 1): blue below 0, red above, "
+    caption="Frame vectors $L_i$ (rows of $L$, numbered from 1): blue below 0, red above, "
             "each descriptor on one scale symmetric around 0.")
 figure, layout = lbd.figures.render_figure(spec, width="double", dpi=110)
 

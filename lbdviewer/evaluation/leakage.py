@@ -47,8 +47,9 @@ class LeakRow:
     """What one descriptor's feature file gives away (see the module notes).
 
     ``reconstruction`` (the image rebuilt from the features, ``[0, 1]``, 0
-    where uncovered) and ``covered`` are kept for figures; :meth:`as_dict`
-    leaves them out.
+    where uncovered) and ``covered`` are kept for figures, and ``solver``
+    (:func:`lbdviewer.evaluation.records.solver_record` of the inversion) for
+    their records; :meth:`as_dict` leaves them out.
     """
 
     descriptor: str
@@ -64,6 +65,7 @@ class LeakRow:
     reconstruction: np.ndarray
     covered: np.ndarray
     error: str | None = None
+    solver: dict | None = None
 
     def as_dict(self):
         """The scores as a JSON-ready dict (no arrays)."""
@@ -108,6 +110,7 @@ def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK
     LeakRow
     """
     from lbdviewer.evaluation.metrics import image_metrics
+    from lbdviewer.evaluation.records import solver_record
 
     if descriptor not in DESCRIPTORS:
         raise ValueError(f"descriptor must be one of {DESCRIPTORS}, got {descriptor!r}")
@@ -126,11 +129,30 @@ def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK
                    bit_consistency=float(np.nan if result.solver_bit_consistency is None
                                          else result.solver_bit_consistency),
                    lines_read=read, lines_total=len(titles), seconds=time.perf_counter() - started,
-                   reconstruction=result.image, covered=result.covered)
+                   reconstruction=result.image, covered=result.covered, solver=solver_record(result=result))
+
+
+def leak_rows(image, descriptors=DESCRIPTORS, **options):
+    """:func:`leak_row` for each of ``descriptors``, one at a time, in their order (a generator, for progress).
+
+    A descriptor lbdviewer cannot invert yet gives a row that says why (``error``).
+    """
+    for descriptor in descriptors:
+        try:
+            yield leak_row(image, descriptor, **options)
+        except ValueError as error:  # a descriptor lbdviewer cannot invert yet: a row that says why
+            empty = np.zeros(np.shape(image))
+            yield LeakRow(descriptor, 0, 0, 0, np.nan, 0.0, np.nan, None, len(options.get("titles", BOOK_TITLES)),
+                          0.0, empty, empty > 0, error=str(error))
+
+
+def most_leaking_first(rows):
+    """``rows`` sorted by correlation, highest first (rows without one last)."""
+    return sorted(rows, key=lambda row: -np.nan_to_num(row.correlation, nan=-2.0))
 
 
 def compare_descriptors(image, descriptors=DESCRIPTORS, **options):
-    """:func:`leak_row` for each of ``descriptors``, most correlated first.
+    """:func:`leak_row` for each of ``descriptors``, most correlated first (:func:`leak_rows`).
 
     Examples
     --------
@@ -139,15 +161,7 @@ def compare_descriptors(image, descriptors=DESCRIPTORS, **options):
     >>> [row.descriptor for row in rows], 0 < rows[0].coverage <= 1, rows[0].correlation > 0.3
     (['orb'], True, True)
     """
-    rows = []
-    for descriptor in descriptors:
-        try:
-            rows.append(leak_row(image, descriptor, **options))
-        except ValueError as error:  # a descriptor lbdviewer cannot invert yet: a row that says why
-            empty = np.zeros(np.shape(image))
-            rows.append(LeakRow(descriptor, 0, 0, 0, np.nan, 0.0, np.nan, None, len(options.get("titles", BOOK_TITLES)),
-                                0.0, empty, empty > 0, error=str(error)))
-    return sorted(rows, key=lambda row: -np.nan_to_num(row.correlation, nan=-2.0))
+    return most_leaking_first(leak_rows(image, descriptors, **options))
 
 
 def table(rows):

@@ -20,7 +20,12 @@ Schema ``lbdviewer.run-record`` version 1 (keys of the top-level object):
                   requested: a fixed point or convergence), ``stop_reason``,
                   ``rows``/``rows_stopped_early`` for a batch of patches,
                   ``bit_consistency`` (None for real-valued runs); ``null``
-                  when nothing was solved (a pattern or a map)
+                  when nothing was solved (a pattern or a map). A figure of
+                  several runs has one :func:`panel_record` per panel in
+                  ``extra.panels`` (its solver, metrics, seconds); its
+                  ``solver`` reads them as the rows of one batch when they
+                  ran one method and mode (:func:`batch_solver_record`), and
+                  is ``null`` when they did not
 ``seconds``       wall-clock time of the run (None if not timed)
 ``metrics``       quality metrics against the original (may be empty)
 ``source``        the image: ``name``, ``path``, ``sha256`` of the file,
@@ -222,6 +227,92 @@ def solver_record(*, state=None, result=None, iterations_requested=None):
     return record
 
 
+def panel_record(*, state=None, result=None, method=None, mode=None, iterations_requested=None, seconds=None,
+                 metrics=None, parameters=None, display=None):
+    """The record of one panel of a figure that shows several runs (``extra["panels"][name]`` of its record).
+
+    Each panel says what its solver ran (``solver``, :func:`solver_record`:
+    method, mode, iterations requested and run, stop reason, bit
+    consistency), how well (``metrics``), how long (``seconds``), with what
+    (``parameters``) and how it is shown (``display``).
+
+    Parameters
+    ----------
+    state, result, iterations_requested
+        See :func:`solver_record`.
+    method, mode : str, optional
+        Name the solver when ``result`` does not (a patch solved alone
+        leaves only its final ``state``).
+    seconds : float, optional
+        Wall-clock time; default ``result.seconds``.
+    metrics, parameters, display : dict, optional
+
+    Returns
+    -------
+    dict
+        ``solver``, ``metrics``, ``seconds``, ``parameters``, ``display``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> state = SimpleNamespace(iteration=9, iterations_run=np.array([9]), bit_consistency=np.array([1.0]))
+    >>> panel = panel_record(state=state, method="biht", iterations_requested=40, seconds=0.02)
+    >>> panel["solver"]["method"], panel["solver"]["iterations_run"], panel["solver"]["stop_reason"]
+    ('biht', 9, 'all bits consistent')
+    """
+    solver = solver_record(state=state, result=result, iterations_requested=iterations_requested)
+    if solver is not None:
+        solver["method"] = solver["method"] or method
+        solver["mode"] = solver["mode"] or mode
+    if seconds is None and result is not None:
+        seconds = getattr(result, "seconds", None)
+    return {"solver": solver, "metrics": dict(metrics or {}), "seconds": None if seconds is None else float(seconds),
+            "parameters": dict(parameters or {}), "display": display}
+
+
+def batch_solver_record(solvers):
+    """One ``solver`` record for several solves of one method and mode, read as the rows of a batch.
+
+    As :func:`solver_record` does for a batch of patches: ``rows`` solves,
+    ``iterations_run`` the most any ran, ``rows_stopped_early``, and
+    ``stopped_early`` when every one did; ``bit_consistency`` their mean.
+
+    Parameters
+    ----------
+    solvers : sequence of dict or None
+        :func:`solver_record` s (None: nothing ran there; left out).
+
+    Returns
+    -------
+    dict or None
+        None when none ran, or they ran different methods or modes.
+
+    Examples
+    --------
+    >>> one = {"method": "biht", "mode": "patches", "iterations_requested": 40, "iterations_run": 12,
+    ...        "stopped_early": True, "bit_consistency": 1.0}
+    >>> batch = batch_solver_record([one, {**one, "iterations_run": 40, "stopped_early": False,
+    ...                                    "bit_consistency": 0.9}])
+    >>> batch["rows"], batch["iterations_run"], batch["rows_stopped_early"], batch["stopped_early"]
+    (2, 40, 1, False)
+    """
+    solvers = [solver for solver in solvers if solver is not None]
+    if not solvers or len({(solver["method"], solver["mode"]) for solver in solvers}) != 1:
+        return None
+    requested = {solver["iterations_requested"] for solver in solvers}
+    runs = [solver["iterations_run"] for solver in solvers]
+    stopped = [solver["stopped_early"] for solver in solvers]
+    consistency = [solver["bit_consistency"] for solver in solvers]
+    record = {"method": solvers[0]["method"], "mode": solvers[0]["mode"],
+              "iterations_requested": requested.pop() if len(requested) == 1 else None,
+              "iterations_run": None if None in runs else max(runs), "rows": len(solvers),
+              "rows_stopped_early": None if None in stopped else sum(bool(flag) for flag in stopped),
+              "bit_consistency": None if None in consistency else float(np.mean(consistency))}
+    record["stopped_early"] = None if None in stopped else all(stopped)
+    record["stop_reason"] = _stop_reason(record["stopped_early"], None if None in consistency else consistency)
+    return record
+
+
 def _merge_parameters(result, parameters):
     merged = dict(getattr(result, "params", None) or {}) if result is not None else {}
     for key, value in (parameters or {}).items():
@@ -236,7 +327,7 @@ def _plain(value):
 
 
 def run_record(kind, *, state=None, result=None, status="completed", iterations_requested=None, seconds=None,
-               metrics=None, source=None, parameters=None, display=None, extra=None):
+               metrics=None, source=None, parameters=None, display=None, extra=None, panels=None):
     """Build a run record (see the module notes for the schema).
 
     Parameters
@@ -259,6 +350,11 @@ def run_record(kind, *, state=None, result=None, status="completed", iterations_
     display : dict, optional
         :meth:`lbdviewer.evaluation.display.Stretched.record`, or ``{panel: record}``.
     extra : dict, optional
+    panels : dict, optional
+        ``{panel: panel_record(...)}`` of a figure of several runs: written
+        to ``extra["panels"]``; the ``solver`` is then
+        :func:`batch_solver_record` of theirs (without ``state`` or
+        ``result``) and ``seconds`` defaults to their sum.
 
     Returns
     -------
@@ -282,12 +378,18 @@ def run_record(kind, *, state=None, result=None, status="completed", iterations_
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     if seconds is None and result is not None:
         seconds = getattr(result, "seconds", None)
+    solver = solver_record(state=state, result=result, iterations_requested=iterations_requested)
+    if panels is not None:
+        extra = {**(extra or {}), "panels": dict(panels)}
+        solver = solver or batch_solver_record(panel["solver"] for panel in panels.values())
+        if seconds is None and panels:
+            seconds = sum(panel["seconds"] or 0.0 for panel in panels.values())
     return {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "kind": kind,
         "status": status,
-        "solver": solver_record(state=state, result=result, iterations_requested=iterations_requested),
+        "solver": solver,
         "seconds": None if seconds is None else float(seconds),
         "metrics": dict(metrics or {}),
         "source": source,

@@ -39,6 +39,7 @@ from lbdviewer.gui.export import export_panel
 from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.workers import JobRunner
 from lbdviewer.operators.descriptor import DescriptorOperator
+from lbdviewer.patterns.base import pair_number
 
 FAMILIES = ("brief", "freak", "ra-freak", "ex-freak")
 #: The maps figure sets each family beside this one (the paper's Fig. 5 compares BRIEF and FREAK).
@@ -56,15 +57,18 @@ def engine():
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """How a figure is written: formats, width (``"single"``, ``"double"`` or inches) and dpi.
+    """How a figure is written: formats, width (``"single"``, ``"double"`` or inches), dpi and caption.
 
     None takes the figure engine's default; everything is checked by the
-    engine's own rules (:mod:`lbdviewer.figures.engine`).
+    engine's own rules (:mod:`lbdviewer.figures.engine`). ``caption``:
+    ``"beside"`` (``NAME.caption.txt`` and ``NAME.tex``, not in the artwork)
+    or ``"inside"`` (drawn under the panels).
     """
 
     formats: tuple | None = None
     width: object = "double"
     dpi: int | None = None
+    caption: str = "beside"
 
     def __post_init__(self):
         figures = engine()
@@ -73,6 +77,7 @@ class ExportOptions:
         object.__setattr__(self, "dpi", figures.engine.check_dpi(figures.DEFAULT_DPI if self.dpi is None
                                                                  else self.dpi))
         figures.engine.check_width(self.width)
+        figures.engine.check_caption(self.caption)
 
     def inches(self):
         return engine().engine.check_width(self.width)
@@ -124,6 +129,12 @@ class ExportDialog(QDialog):
         self.dpi.setRange(*figures.engine.DPI_RANGE)
         self.dpi.setValue(figures.DEFAULT_DPI)
         self.dpi.setToolTip("Resolution of the PNG (recorded in the file)")
+        self.caption_combo = QComboBox()
+        for key, text in (("beside", "beside the figure (NAME.caption.txt, NAME.tex)"),
+                          ("inside", "inside the figure (slides, posters)")):
+            self.caption_combo.addItem(text, key)
+        self.caption_combo.setToolTip("Journals set the caption in the manuscript: beside writes it as LaTeX "
+                                      "(NAME.tex holds a ready figure environment); inside draws it under the panels")
         self.set_options(ExportOptions() if options is None else options)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -133,6 +144,7 @@ class ExportDialog(QDialog):
         form.addRow("Formats", _wrap(formats))
         form.addRow("Width", _wrap(width))
         form.addRow("Resolution (dpi)", self.dpi)
+        form.addRow("Caption", self.caption_combo)
         form.addRow(buttons)
 
     def set_options(self, options):
@@ -144,6 +156,7 @@ class ExportDialog(QDialog):
         if key == "inches":
             self.inches.setValue(float(options.width))
         self.dpi.setValue(options.dpi)
+        self.caption_combo.setCurrentIndex(self.caption_combo.findData(options.caption))
 
     def _browse(self):
         path, _ = QFileDialog.getSaveFileName(self, "Export figure", self.path_edit.text(), "All files (*)")
@@ -157,7 +170,8 @@ class ExportDialog(QDialog):
         """The chosen :class:`ExportOptions` (ValueError naming a bad choice)."""
         formats = tuple(name for name, box in self.format_boxes.items() if box.isChecked())
         key = self.width_combo.currentData()
-        return ExportOptions(formats, self.inches.value() if key == "inches" else key, self.dpi.value())
+        return ExportOptions(formats, self.inches.value() if key == "inches" else key, self.dpi.value(),
+                             self.caption_combo.currentData())
 
 
 def _checked_width(width):
@@ -199,13 +213,13 @@ def figure_spec(window, key):
     if key == "maps":  # the current descriptor beside the one the paper compares it with (own scales)
         if view is not None:
             index = min(window.pattern_panel.frame_index(), view.m - 1)
-            label = f"{descriptor_label(view.descriptor)} M={view.m}"
+            label = figures.run_title(descriptor=descriptor_label(view.descriptor), m=view.m)
             return figures.maps_figure([(label, view.weights, view.occurrences)],
                                        frame_vectors=[(label, index, view.operator.frame_vector(index))])
         operator = session.operator
         index = min(window.pattern_panel.frame_index(), pattern.m - 1)
         other = DescriptorOperator(jobs.pattern_for(session.parameters, family=COMPARED_WITH[pattern.name]))
-        entries = [(f"{op.pattern.name.upper()} M={op.m}", op.weight_map(), op.occurrence_map())
+        entries = [(figures.run_title(descriptor=op.pattern.name, m=op.m), op.weight_map(), op.occurrence_map())
                    for op in (operator, other)]
         return figures.maps_figure(entries, frame_vectors=[(entries[0][0], index, operator.frame_vector(index))])
     if key == "live":
@@ -227,21 +241,22 @@ def figure_spec(window, key):
         rp = run.parameters
         pattern_run = run.kind == "pattern"
         descriptor = rp["family"] if pattern_run else descriptor_label(run.descriptor)
-        title = figures.run_title(descriptor=descriptor, m=run.result.params.get("m"),
+        keypoints = None if pattern_run else run.result.params.get("keypoints")
+        title = figures.run_title(descriptor=descriptor, keypoints=keypoints, m=run.result.params.get("m"),
                                   patch_size=rp["patch_size"] if pattern_run else None,
                                   offset=rp["offset"] if pattern_run and rp["sites"] == "grid" else None,
                                   solver=run.method, mode=run.mode)
         original = session.image if session.has_pixels else None
         return figures.whole_image_figure(original, run.result.image, covered=run.result.covered,
                                           edges=original is not None and window.whole.edges_box.isChecked(),
-                                          metrics=run.metrics, title=title)
+                                          metrics=run.metrics, title=title, keypoints=keypoints)
     raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} (families: export_families), got {key!r}")
 
 
 def write_job(spec, stem, options, record):
     """Render and write a figure with the engine (a generator, so a worker thread runs it); yield ``{format: path}``."""
     yield engine().save_figure(spec, stem, formats=options.formats, dpi=options.dpi, width=options.width,
-                               record=record)
+                               record=record, caption=options.caption)
 
 
 class Exporter(QObject):
@@ -287,12 +302,14 @@ class Exporter(QObject):
         formats = preferences.read_checked(store, "export/formats", engine().engine.check_formats, None)
         width = preferences.read_checked(store, "export/width", _checked_width, "double")
         dpi = preferences.read_checked(store, "export/dpi", engine().engine.check_dpi, None)
-        return ExportOptions(formats or None, width, dpi)
+        caption = preferences.read_checked(store, "export/caption", engine().engine.check_caption, "beside")
+        return ExportOptions(formats or None, width, dpi, caption)
 
     def _remember_options(self, options):
         preferences.write(self.window.settings, "export/formats", list(options.formats))
         preferences.write(self.window.settings, "export/width", options.width)
         preferences.write(self.window.settings, "export/dpi", options.dpi)
+        preferences.write(self.window.settings, "export/caption", options.caption)
 
     def _after_export(self, path):
         self.window.settings.setValue("paths/last_export_folder", os.path.dirname(os.path.abspath(path)))
@@ -388,7 +405,7 @@ class Exporter(QObject):
         spec = figure_spec(self.window, key)
         shown = {}
         if key in ("patch", "maps"):
-            shown = {"frame_index": self.window.pattern_panel.frame_index()}
+            shown = {"pair": pair_number(self.window.pattern_panel.frame_index())}  # numbered from 1
             if not self.window.session.keypoint_mode:
                 shown["patch_xy"] = list(self.window.source.patch_position())
         record = sidecars.figure_record(self.window.session, key, extra=shown)

@@ -15,6 +15,7 @@ from PyQt6.QtCore import QRectF, Qt, pyqtSignal
 from PyQt6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QSlider, QSpinBox, QWidget
 
 from lbdviewer.gui.canvas import DIVERGING, SEQUENTIAL, ImageCanvas, PatchCanvas
+from lbdviewer.patterns.base import pair_label
 
 MAX_SITES_DRAWN = 4000
 ROI_COLOUR = (255, 60, 60)
@@ -218,7 +219,8 @@ class PatternPanel(QWidget):
     Signals
     -------
     frame_index_changed(int)
-        The frame vector ``L_i`` to show.
+        The frame vector to show: its row of ``L`` (from 0; the spin box
+        numbers pairs from 1, as the paper).
     keypoint_chosen(int)
         The keypoint to show (library descriptors and feature files).
     """
@@ -229,7 +231,7 @@ class PatternPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.patch = PatchCanvas("Patch & pattern")
-        self.frame = ImageCanvas("Frame vector L_0", colormap_name=DIVERGING, colorbar=True,
+        self.frame = ImageCanvas(f"Frame vector {pair_label(0)}", colormap_name=DIVERGING, colorbar=True,
                                  colorbar_label="L_i value")
         self.weights = ImageCanvas("Weight map", colormap_name=SEQUENTIAL, colorbar=True, colorbar_label="weight")
         self.occurrences = ImageCanvas("Occurrence map", colormap_name=SEQUENTIAL, colorbar=True,
@@ -246,11 +248,11 @@ class PatternPanel(QWidget):
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.spin = QSpinBox()
         for widget in (self.slider, self.spin):
-            widget.setRange(0, 0)
-            widget.setToolTip("Index i of the frame vector L_i (row i of the operator); its pair is drawn in red")
+            widget.setRange(1, 1)
+            widget.setToolTip("Pair i of the frame vector L_i, numbered from 1 as in the paper; it is drawn in red")
         self.slider.valueChanged.connect(self.spin.setValue)
         self.spin.valueChanged.connect(self.slider.setValue)
-        self.spin.valueChanged.connect(self.frame_index_changed)
+        self.spin.valueChanged.connect(lambda number: self.frame_index_changed.emit(number - 1))
         self.keypoint_label = QLabel("keypoint")
         self.keypoint_spin = QSpinBox()
         self.keypoint_spin.setRange(0, 0)
@@ -284,12 +286,13 @@ class PatternPanel(QWidget):
         layout.addLayout(browser, 1, 1)
 
     def set_measurements(self, m):
-        """Range of the frame-vector index for ``m`` measurements."""
+        """Range of the pair number (from 1) for ``m`` measurements."""
         for widget in (self.slider, self.spin):
-            widget.setMaximum(max(m - 1, 0))
+            widget.setMaximum(max(m, 1))
 
     def frame_index(self):
-        return self.spin.value()
+        """The row of ``L`` of the pair shown (from 0: the spin box shows it numbered from 1)."""
+        return self.spin.value() - 1
 
     def show_keypoint_chooser(self, count, index=None):
         """Offer keypoints ``0 .. count - 1`` (hidden when ``count`` is 0), showing ``index``, without signalling."""

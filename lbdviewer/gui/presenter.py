@@ -17,6 +17,7 @@ import numpy as np
 from lbdviewer.gui.jobs import DisplayChoice
 from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.overlay import pattern_overlay
+from lbdviewer.patterns.base import pair_label, pair_number
 
 #: A running whole-image run's estimate is drawn again at most this often (seconds; its progress follows every
 #: update): drawing ten frames a second made the window's solve of camera 2.4-2.6x the core's time (one
@@ -244,8 +245,8 @@ class SessionPresenter:
             kind = "cells" if view.overlay.kind == "cells" else "fields"
             fields, described = f"{kind} {i} − {j}", {"keypoint": view.record(), "descriptor": view.descriptor}
         panel.frame.show_array(vector, levels=(-bound, bound),
-                               metadata={"frame_index": index, "fields": [int(i), int(j)], **described})
-        panel.frame.set_title(f"Frame vector L_{index}  ({fields})")
+                               metadata={"pair": pair_number(index), "fields": [int(i), int(j)], **described})
+        panel.frame.set_title(f"Frame vector {pair_label(index)}  ({fields})")
         panel.patch.highlight_pair(index)
 
     def show_patch(self):

@@ -4,6 +4,8 @@ from lbdviewer._lazy import lazy_namespace
 
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     "Pattern": "base",
+    "pair_label": "base",
+    "pair_number": "base",
     "FAMILIES": "families",
     "make_pattern": "families",
     "max_measurements": "families",

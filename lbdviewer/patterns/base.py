@@ -78,6 +78,51 @@ def check_patch_size(patch_size):
     return patch_size
 
 
+_SUBSCRIPT_DIGITS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def pair_number(row):
+    """The number of the pair (measurement) in row ``row`` of ``L``, counted from 1 as the paper counts.
+
+    Arrays index rows from 0; everything a person reads (the app's labels,
+    figure titles, captions, records) numbers pairs from 1: row 0 is
+    :math:`L_1`, row ``M - 1`` is :math:`L_M`.
+
+    Raises
+    ------
+    ValueError
+        If ``row`` is not an integer from 0.
+
+    Examples
+    --------
+    >>> pair_number(0), pair_number(511)
+    (1, 512)
+    """
+    if isinstance(row, bool) or int(row) != row or row < 0:
+        raise ValueError(f"row must be an integer from 0 (a row of L), got {row!r}")
+    return int(row) + 1
+
+
+def pair_label(row, *, math=False):
+    """The frame vector of row ``row`` of ``L`` as the paper writes it, numbered from 1 (:func:`pair_number`).
+
+    Parameters
+    ----------
+    row : int
+        Row of ``L``, from 0.
+    math : bool
+        Matplotlib mathtext (``"$L_{12}$"``, for figures) instead of Unicode
+        subscripts (``"L₁₂"``, for the app's labels and plain text).
+
+    Examples
+    --------
+    >>> pair_label(0), pair_label(11, math=True)
+    ('L₁', '$L_{12}$')
+    """
+    number = pair_number(row)
+    return f"$L_{{{number}}}$" if math else "L" + str(number).translate(_SUBSCRIPT_DIGITS)
+
+
 @dataclass(frozen=True, eq=False)
 class Pattern:
     """Receptive fields and the pairs a binary descriptor compares.

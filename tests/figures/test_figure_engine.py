@@ -1,5 +1,6 @@
-"""The figure engine: pixel-exact insets, vector text, labelled colour bars, nothing clipped."""
+"""The figure engine: pixel-exact insets, vector text in one style, captions beside the artwork, nothing clipped."""
 
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -12,6 +13,7 @@ from PIL import Image
 
 from lbdviewer.figures import DIVERGING, FigureSpec, Panel, render_figure, save_figure
 from lbdviewer.figures.engine import inset_rgb
+from lbdviewer.figures.style import style_value
 from lbdviewer.io.images import upscale
 from lbdviewer.evaluation.records import read_sidecar
 
@@ -67,13 +69,20 @@ def test_insets_are_exact_integer_enlargements_found_in_the_png(tmp_path, width,
     np.testing.assert_array_equal(grey, upscale(inset_rgb(spec.rows[0][1]), second["scale"]))
 
 
-def test_panels_of_one_shape_share_a_scale_and_rows_too_wide_wrap():
+def _rows(layout):
+    """Panels a row, top to bottom."""
+    tops = sorted({p["y"] for p in layout["panels"]})
+    return [sum(p["y"] == top for p in layout["panels"]) for top in tops]
+
+
+def test_panels_of_one_shape_share_a_scale_and_rows_too_wide_are_cut_evenly():
     panels = tuple(Panel(np.zeros((512, 512)), title=f"p{i}") for i in range(5))
     _, layout = render_figure(FigureSpec(kind="wide", rows=(panels,)), width="single", dpi=300)
-    rows = sorted({p["y"] for p in layout["panels"]})
-    assert len(rows) == 5 and {p["scale"] for p in layout["panels"]} == {1}      # 1050 px: one a row
+    assert _rows(layout) == [2, 2, 1] and {p["scale"] for p in layout["panels"]} == {1}  # 1050 px: two a row
     _, layout = render_figure(FigureSpec(kind="wide", rows=(panels,)), width="double", dpi=300)
-    assert len({p["y"] for p in layout["panels"]}) == 2                           # 2148 px: four, then one
+    assert _rows(layout) == [3, 2]                                # 2148 px holds four: five cut 3 + 2, not 4 + 1
+    seven = tuple(Panel(np.zeros((512, 512)), title=f"p{i}") for i in range(7))
+    assert _rows(render_figure(FigureSpec(kind="wide", rows=(seven,)), width="double", dpi=300)[1]) == [4, 3]
     mixed = (Panel(np.zeros((16, 16)), title="a"), Panel(np.zeros((32, 32)), title="b"),
              Panel(np.zeros((16, 16)), title="c", colorbar="grey level"))
     _, layout = render_figure(FigureSpec(kind="mixed", rows=(mixed,)), width="double", dpi=300)
@@ -92,24 +101,25 @@ def _text_boxes(figure):
 
 
 def _narrow_row():
-    """Five small panels with long words in their titles (the paper's Fig. 10 row at single width)."""
-    titles = ["camera, 133 keypoints", "BRIEF M=512, biht (patches)", "BRIEF M=512, consistency (joint)",
-              "FREAK M=512, biht (patches)", "FREAK M=512, consistency (joint)"]
+    """Five small panels with long titles in mathtext (the paper's Fig. 10 row at single width)."""
+    titles = ["camera, 133 keypoints", "BRIEF, $M = 512$, BIHT", "BRIEF, $M = 512$, sign consistency",
+              "FREAK, $M = 512$, BIHT", "FREAK, $N_{\\mathrm{off}} = 8$, joint"]
     return FigureSpec(kind="narrow", rows=(tuple(Panel(np.zeros((96, 96)), title=t) for t in titles),),
                       caption="Short.")
 
 
 @pytest.mark.parametrize("width", ["single", "double"])
 def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
-    long_title = "BRIEF M=512 32\u00d732 N_off=8, consistency (joint) with a long explanation that must wrap"
+    long_title = "BRIEF $M = 512$ $32 \\times 32$ $N_{\\mathrm{off}} = 8$, sign consistency (joint) with a long " \
+                 "explanation that must wrap"
     spec = FigureSpec(kind="text", rows=(
         (Panel(np.random.default_rng(0).random((32, 32)), title=long_title, cmap="viridis", vmin=0, vmax=1234.5,
                colorbar="occurrences"),
-         Panel(np.linspace(-3e-3, 3e-3, 256).reshape(16, 16), title="L_i", cmap=DIVERGING, vmin=-3e-3,
+         Panel(np.linspace(-3e-3, 3e-3, 256).reshape(16, 16), title="$L_i$", cmap=DIVERGING, vmin=-3e-3,
                vmax=3e-3, colorbar="difference (grey levels)"),
-         Panel(np.zeros((32, 32)), title="patch", colorbar="grey level")),), caption="A caption " * 40)
+         Panel(np.zeros((32, 32)), title="patch", colorbar="grey level")),), caption="A caption $x_1$ " * 40)
     for spec, dpi in ((spec, 150), (spec, 300), (_narrow_row(), 300)):
-        figure, layout = render_figure(spec, width=width, dpi=dpi)
+        figure, layout = render_figure(spec, width=width, dpi=dpi, caption="inside")
         renderer, boxes = _text_boxes(figure)
         frame = figure.bbox
         images = [ax.get_window_extent(renderer) for ax in figure.axes if ax.images]
@@ -126,24 +136,76 @@ def test_no_title_tick_or_label_is_clipped_or_over_an_image(width):
             continue
         assert "occurrences" in labels and any(t.replace("\n", " ") == "difference (grey levels)" for t in labels)
         assert {"\u22120.003", "0", "0.003"} <= set(labels)                # symmetric scale, shown
-        assert any(text.startswith("(a) BRIEF") for text in labels) and any(t.startswith("(b) L_i") for t in labels)
+        assert any(text.startswith("(a) BRIEF") for text in labels) and "(b) $L_i$" in labels
 
 
-def test_pdf_text_is_truetype_and_extractable_and_svg_keeps_text(tmp_path):
-    spec = FigureSpec(kind="fonts", rows=((Panel(np.eye(8), title="FREAK M=512 weight", colorbar="weight"),),),
-                      caption="Searchable caption.")
+def _pdf_text(path):
+    assert shutil.which("pdftotext"), "pdftotext (poppler-utils, scripts/install) is needed"
+    return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
+
+
+def caption_of_tex(text):
+    r"""The argument of the ``\caption{...}`` in ``text`` (braces balanced)."""
+    start = text.index(r"\caption{") + len(r"\caption{")
+    depth = 1
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0) if text[end - 1] != "\\" else 0
+        if depth == 0:
+            return text[start:end]
+    raise AssertionError("unbalanced \\caption")
+
+
+FONTS_CAPTION = ("Searchable caption: $L_{12}$ at $N_{\\mathrm{off}} = 8$, $\\lambda = 0.5$, 41 % covered, "
+                 "32\u00d732 patches.")
+
+
+def test_the_caption_goes_beside_the_artwork_as_latex_and_mathtext_renders(tmp_path):
+    spec = FigureSpec(kind="fonts", rows=((Panel(np.eye(8), title="FREAK, weights", colorbar="weight"),
+                                           Panel(np.eye(8), title="$L_{12}$", colorbar="$L_i$")),),
+                      caption=FONTS_CAPTION)
     written = save_figure(spec, tmp_path / "fonts", formats="png,pdf,svg", dpi=300, width="single")
     data = written["pdf"].read_bytes()
-    assert b"/FontFile2" in data and b"/Subtype /Type3" not in data           # TrueType embedded, not Type 3
-    assert shutil.which("pdftotext"), "pdftotext (poppler-utils, scripts/install) is needed"
-    text = subprocess.run(["pdftotext", str(written["pdf"]), "-"], capture_output=True, text=True,
-                          check=True).stdout
-    assert "FREAK M=512 weight" in text and "Searchable caption." in text and "weight" in text
+    assert b"/FontFile2" in data and b"/Subtype /Type3" not in data           # TrueType embedded, mathtext too
+    text = _pdf_text(written["pdf"])
+    assert "(a) FREAK, weights" in text and "(b) L12" in text and "weight" in text  # letters, titles, bar label
+    assert "Searchable" not in text and "covered" not in text                # the caption is not in the artwork
+    assert "$" not in text and "_" not in text and "\\" not in text            # mathtext set, not printed
+    caption = written["caption"].read_text(encoding="utf-8").strip()
+    tex = written["tex"].read_text(encoding="utf-8")
+    record = read_sidecar(written["json"])
+    assert caption == caption_of_tex(tex) == record["extra"]["figure"]["caption"]
+    assert caption == ("Searchable caption: $L_{12}$ at $N_{\\mathrm{off}} = 8$, $\\lambda = 0.5$, 41 \\% covered, "
+                       "32$\\times$32 patches.")                                   # numbers in math mode, % escaped
+    assert r"\includegraphics[width=\linewidth]{fonts}" in tex and r"\label{fig:fonts}" in tex
+    assert r"\begin{figure}" in tex and r"\end{figure}" in tex                    # one column wide
+    assert record["extra"]["figure"]["caption_placement"] == "beside"
     svg_text = " ".join("".join(node.itertext()) for node in ElementTree.parse(written["svg"]).iter()
                         if node.tag.endswith("text"))
-    assert "FREAK M=512 weight" in svg_text
-    assert read_sidecar(written["json"])["extra"]["figure"]["files"] == {
-        "png": "fonts.png", "pdf": "fonts.pdf", "svg": "fonts.svg"}
+    assert "(a) FREAK, weights" in svg_text and "Searchable" not in svg_text
+    assert record["extra"]["figure"]["files"] == {"png": "fonts.png", "pdf": "fonts.pdf", "svg": "fonts.svg",
+                                                  "caption": "fonts.caption.txt", "tex": "fonts.tex"}
+
+
+def test_caption_inside_draws_it_under_the_panels_and_writes_no_latex(tmp_path):
+    spec = FigureSpec(kind="fonts", rows=((Panel(np.eye(8), title="FREAK"),),), caption=FONTS_CAPTION)
+    written = save_figure(spec, tmp_path / "inside", formats="pdf", dpi=300, width="single", caption="inside")
+    assert sorted(written) == ["json", "pdf"]
+    text = " ".join(_pdf_text(written["pdf"]).split())
+    assert "Searchable caption: L12 at Noff = 8, λ = 0.5, 41 % covered, 32×32 patches." in text
+    beside = render_figure(spec, width="single", dpi=300)[1]
+    inside = render_figure(spec, width="single", dpi=300, caption="inside")[1]
+    assert inside["pixels"][1] > beside["pixels"][1]                        # the caption takes room only inside
+
+
+def test_every_figure_is_drawn_in_the_package_style():
+    spec = FigureSpec(kind="style", rows=((Panel(np.eye(8), title="a", colorbar="weight"),
+                                           Panel(np.eye(8), title="b")),), caption="c")
+    figure, _ = render_figure(spec, width="single", dpi=150, caption="inside")
+    renderer, boxes = _text_boxes(figure)
+    sizes = {round(t.get_fontsize(), 2) for t in figure.findobj(Text) if t.get_text().strip()}
+    assert sizes == {style_value("font.size")} and 7 <= style_value("font.size") <= 8
+    bar = [ax for ax in figure.axes if not ax.images][0]
+    assert bar.yaxis.get_major_ticks()[0].tick2line.get_markersize() == style_value("ytick.major.size")
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -152,6 +214,7 @@ def test_pdf_text_is_truetype_and_extractable_and_svg_keeps_text(tmp_path):
     ({"dpi": 10}, "dpi must be an integer from 72 to 1200"),
     ({"dpi": 300.5}, "dpi must be an integer"),
     ({"formats": "png,gif"}, "formats must be some of"),
+    ({"caption": "above"}, "caption must be one of"),
 ])
 def test_bad_options_name_the_parameter_and_write_nothing(tmp_path, kwargs, message):
     spec = FigureSpec(kind="bad", rows=((Panel(np.eye(4)),),))

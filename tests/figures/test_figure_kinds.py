@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from lbdviewer.evaluation.display import display_stretch
-from lbdviewer.figures import (families_figure, live_figure, maps_figure, patch_pattern_figure, save_figure,
-                               whole_image_figure)
+from lbdviewer.figures import (families_figure, live_figure, maps_figure, patch_pattern_figure, render_figure,
+                               save_figure, whole_image_figure)
+from lbdviewer.figures.kinds import EDGE_COLOR
 from lbdviewer.figures.engine import Circles, Segments
 from lbdviewer.operators.descriptor import DescriptorOperator
 from lbdviewer.patterns.families import make_pattern
@@ -30,9 +31,10 @@ def test_patch_pattern_draws_all_selected_or_no_pairs_and_the_selected_frame_vec
     assert prominent.width > faint.width and prominent.alpha == 1.0
     fields = [o for o in first.overlays if isinstance(o, Circles)][0]
     np.testing.assert_array_equal(fields.radii, pattern.sigmas)
-    # the frame vector shown is the one named: row 511 of L
+    # the frame vector shown is the one named: row 511 of L, pair 512 as the paper numbers pairs
     np.testing.assert_array_equal(vector.image, DescriptorOperator(pattern).frame_vector(511))
-    assert "511" in vector.title and vector.vmin == -vector.vmax and vector.colorbar == "L_i value"
+    assert vector.title == "$L_{512}$" and vector.vmin == -vector.vmax and vector.colorbar == "$L_i$"
+    assert "(row 512 of $L$, pairs numbered from 1 as in the paper)" in spec.caption
     assert len(_segments(patch_pattern_figure(patch, pattern, pairs="selected", selected=3).rows[0][0])) == 1
     bare = patch_pattern_figure(patch, pattern, pairs="none")
     assert _segments(bare.rows[0][0]) == [] and len(bare.rows[0]) == 1 and "no pairs" in bare.caption
@@ -40,7 +42,7 @@ def test_patch_pattern_draws_all_selected_or_no_pairs_and_the_selected_frame_vec
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"pairs": "some"}, "pairs must be one of"),
-    ({"selected": 512}, "selected must be a pair index from 0 to 511"),
+    ({"selected": 512}, "selected must be a row of L from 0 to 511"),
     ({"pairs": "selected"}, "needs a selected pair"),
 ])
 def test_patch_pattern_bad_choices_name_the_parameter(kwargs, message):
@@ -58,13 +60,14 @@ def test_live_figure_fits_the_estimate_and_says_when_it_stopped():
     np.testing.assert_array_equal(shown.image, display_stretch(estimate, reference=original).image)
     np.testing.assert_allclose(difference.image, shown.image - original)
     assert difference.vmin == -difference.vmax == -np.abs(difference.image).max()
-    assert "stopped at iteration 14: all bits consistent" in spec.caption and "bit consistency 100.0%" in spec.caption
-    assert spec.display["estimate"]["rule"] == "fit"
+    assert "stopped at iteration 14: all bits consistent" in spec.caption and "bit consistency 100.0 %" in spec.caption
+    assert [p.title for p in spec.rows[0]] == ["original", "estimate", "difference"]
+    assert spec.caption.startswith("BRIEF M=512: iteration 14 of 200") and spec.display["estimate"]["rule"] == "fit"
     real = live_figure(original, estimate, iteration=30, bit_consistency=None)
     assert "real-valued" in real.caption and "bit consistency" not in real.caption
 
 
-def test_maps_each_get_their_own_scale_and_the_caption_compares_the_maxima():
+def test_maps_each_get_their_own_scale_or_one_shared_and_the_caption_says_which():
     entries = []
     for name in ("brief", "freak"):
         operator = DescriptorOperator(make_pattern(name, patch_size=32, m=512))
@@ -80,7 +83,14 @@ def test_maps_each_get_their_own_scale_and_the_caption_compares_the_maxima():
         assert f"{quantity} maxima BRIEF {entries[0][column].max():{'.3g' if column == 1 else '.0f'}}" in spec.caption
         assert f"(largest/smallest {ratio:.3g})" in spec.caption
     assert weights[1].vmax / weights[0].vmax > 5  # FREAK's weights dwarf BRIEF's: why one shared scale hid BRIEF
-    assert "i = 7" in vectors[0].title and np.array_equal(vectors[0].image, vector)
+    assert "each map on its own colour scale" in spec.caption and [p.title for p in weights] == [
+        "BRIEF, weights", "FREAK, weights"]
+    assert vectors[0].title == "FREAK, $L_{8}$" and np.array_equal(vectors[0].image, vector)  # row 7: pair 8
+    shared = maps_figure(entries, shared_scale=True)
+    for row, column in ((shared.rows[0], 1), (shared.rows[1], 2)):
+        assert [p.vmax for p in row] == [float(max(e[column].max() for e in entries))] * 2
+        assert [p.colorbar is not None for p in row] == [False, True]             # one bar for the shared scale
+    assert "each row on one colour scale" in shared.caption
     with pytest.raises(ValueError, match="entries must hold"):
         maps_figure([])
 
@@ -96,20 +106,28 @@ def test_whole_image_figure_captions_metrics_and_blacks_out_uncovered(tmp_path):
                               title="BRIEF M=512 32\u00d732 N_off=8, consistency (joint)")
     first, second, third = spec.rows[0]
     assert np.all(second.image[:, :4] == 0) and np.allclose(second.image[:, 16:], 1.0)
-    assert third.image.shape == (32, 32, 3) and np.any(np.all(third.image == (1.0, 0.0, 0.0), axis=2))
+    assert third.image.shape == (32, 32, 3) and np.any(np.all(third.image == EDGE_COLOR, axis=2))
     assert "correlation 0.912" in spec.caption and "SSIM 0.500" in spec.caption and not re.search(r"PSNR \d", spec.caption)
-    assert "black" in spec.caption and "fitted to the original" in spec.caption
+    assert "black" in spec.caption and "fitted to the original" in spec.caption and "vermillion" in spec.caption
+    assert [p.title for p in spec.rows[0]] == ["original", "reconstruction", "with edges"]
     written = save_figure(spec, tmp_path / "whole", formats=("png",), width="single",
                           record=run_record("panel:whole-image", metrics={"psnr": float("inf")}))
     record = read_sidecar(written["json"])
     assert record["display"]["reconstruction"]["rule"] == "fit" and record["metrics"]["psnr"] is None
-    only = whole_image_figure(None, reconstruction)
+    only = whole_image_figure(None, reconstruction, keypoints=500, title="ORB, 500 keypoints")
     assert len(only.rows[0]) == 1 and only.display["reconstruction"]["rule"] == "percentile"
+    assert only.rows[0][0].title == "reconstruction, 500 keypoints" and "from the 500 keypoints" in only.caption
+    # a lone panel has no letter, and its figure is as wide as its content, not a double column
+    _, layout = render_figure(only, width="double", dpi=300)
+    (panel,) = layout["panels"]
+    assert panel["letter"] == "" and not layout["fills_column"] and layout["width_in"] < 7.16 / 2
+    assert panel["x"] + panel["width"] / 2 == layout["pixels"][0] / 2                # no empty canvas beside it
 
 
 def test_families_figure_fits_each_estimate_to_the_patch():
     patch = np.random.default_rng(2).random((16, 16))
     spec = families_figure(patch, [("BRIEF", 2 * patch + 1), ("FREAK", 1 - patch)])
-    assert [p.title for p in spec.rows[0]] == ["original patch", "BRIEF", "FREAK"]
+    assert [p.title for p in spec.rows[0]] == ["original", "BRIEF", "FREAK"]
+    assert "(b)–(c) the same patch reconstructed" in spec.caption
     np.testing.assert_allclose(spec.rows[0][1].image, patch, atol=1e-12)
     assert spec.display["FREAK"]["rule"] == "percentile"                      # inverted: not turned upright

@@ -60,14 +60,18 @@ def svg_text(path):
 
 
 def test_the_maps_figure_names_the_frame_vector_shown(qtbot, window, tmp_path):
-    window.pattern_panel.spin.setValue(77)
+    window.pattern_panel.spin.setValue(77)  # pair 77 as the paper numbers pairs: row 76 of L
+    assert window.pattern_panel.frame_index() == 76
+    np.testing.assert_array_equal(window.pattern_panel.frame.array, window.session.operator.frame_vector(76))
     written = export_figure(qtbot, window, "maps", tmp_path / "maps", ExportOptions(("png", "svg"), "single"))
-    assert sorted(written) == ["json", "png", "svg"]
+    assert sorted(written) == ["caption", "json", "png", "svg", "tex"]  # the caption beside the artwork
     record = strict_json(written["json"])
-    assert record["kind"] == "figure:maps" and record["extra"]["frame_index"] == 77
-    words = svg_text(written["svg"])
-    assert "i = 77" in words and "L_77" in window.pattern_panel.frame.title_text()
-    assert "BRIEF M=128 weight" in words and "FREAK M=128 weight" in words  # two descriptors
+    assert record["kind"] == "figure:maps" and record["extra"]["pair"] == 77
+    titles = [panel["title"] for panel in record["extra"]["figure"]["panels"]]
+    assert titles[-1] == "BRIEF, $M = 128$, $L_{77}$" and "L₇₇" in window.pattern_panel.frame.title_text()
+    assert "BRIEF, $M = 128$, weights" in titles and "FREAK, $M = 128$, weights" in titles  # two descriptors
+    caption = Path(written["caption"]).read_text(encoding="utf-8").strip()
+    assert caption == record["extra"]["figure"]["caption"] and "maxima" not in svg_text(written["svg"])
     assert record["extra"]["figure"]["formats"] == ["png", "svg"]
 
 
@@ -75,7 +79,8 @@ def test_the_patch_figure_draws_the_chosen_pairs(qtbot, window, tmp_path):
     window.pattern_panel.pairs_mode.setCurrentIndex(window.pattern_panel.pairs_mode.findData("selected"))
     window.pattern_panel.spin.setValue(5)
     written = export_figure(qtbot, window, "patch", tmp_path / "patch", ExportOptions(("svg",), 3.0, 150))
-    assert "the selected pair 5 only" in svg_text(written["svg"])
+    caption = Path(written["caption"]).read_text(encoding="utf-8")
+    assert "the selected pair only" in caption and "$L_{5}$ (row 5 of $L$" in caption
     assert strict_json(written["json"])["extra"]["patch_xy"] == list(window.source.patch_position())
 
 
@@ -93,8 +98,8 @@ def test_a_whole_image_export_records_what_ran(qtbot, window, tmp_path, mode):
     assert record["metrics"]["psnr"] > 0 and 0 < record["metrics"]["correlation"] <= 1
     assert record["parameters"]["sites"] == len(window.session.sites) and record["parameters"]["site_rule"] == "grid"
     assert record["display"]["reconstruction"]["rule"] == "fit"  # shown fitted to the original
-    solver_words = "consistency (joint)" if mode == "joint" else "biht (patches)"
-    assert solver_words in svg_text(written["svg"])  # the title names the solver that ran
+    solver_words = "sign consistency (joint)" if mode == "joint" else "BIHT (patchwise)"
+    assert solver_words in Path(written["caption"]).read_text(encoding="utf-8")  # the caption names what ran
     if mode == "joint":
         assert 1 <= solver["iterations_run"] <= solver["iterations_requested"]
         assert solver["stopped_early"] == (solver["iterations_run"] < solver["iterations_requested"])
@@ -133,8 +138,10 @@ def test_a_real_valued_run_records_no_bit_consistency(qtbot, window, tmp_path):
     window.rebuild()
     wait_live_done(qtbot, window, timeout=60000)
     assert not window.live.consistency_plot.isVisible() and window.live.consistency_note.isVisible()
-    written = export_figure(qtbot, window, "live", str(tmp_path / "live"), ExportOptions(("svg",)))
-    assert "real-valued" in svg_text(written["svg"])  # the caption says there are no bits
+    written = export_figure(qtbot, window, "live", str(tmp_path / "live"), ExportOptions(("svg",), caption="inside"))
+    caption = strict_json(written["json"])["extra"]["figure"]["caption"]
+    assert "real-valued" in caption and "caption" not in written and "tex" not in written  # no bits, it says
+    assert "on a scale symmetric around 0." in svg_text(written["svg"])  # the caption drawn inside the artwork
     record = strict_json(written["json"])
     solver = record["solver"]
     assert (solver["method"], record["parameters"]["binary"], solver["bit_consistency"]) == ("primal-dual", False,
@@ -166,6 +173,13 @@ def test_the_export_dialog_offers_formats_widths_and_dpi(qtbot, window, tmp_path
     dialog.dpi.setValue(600)
     dialog.format_boxes["svg"].setChecked(True)
     assert dialog.options() == ExportOptions(("png", "pdf", "svg"), 4.5, 600) and dialog.options().inches() == 4.5
+    assert dialog.options().caption == "beside" and dialog.caption_combo.count() == 2
+    dialog.caption_combo.setCurrentIndex(dialog.caption_combo.findData("inside"))
+    assert dialog.options() == ExportOptions(("png", "pdf", "svg"), 4.5, 600, "inside")
+    dialog.set_options(ExportOptions(caption="beside"))
+    assert dialog.caption_combo.currentData() == "beside"
+    with pytest.raises(ValueError, match="caption must be one of"):
+        ExportOptions(caption="above")
     for box in dialog.format_boxes.values():
         box.setChecked(False)
     with pytest.raises(ValueError, match="formats must be"):
@@ -189,5 +203,5 @@ def test_the_families_figure_is_made_on_a_worker(qtbot, window, tmp_path):
         assert (solve["stop_reason"] is None) == (not solve["stopped_early"])
     assert solver["iterations_run"] == max(solve["iterations_run"] for solve in solves.values())
     assert solves["ex-freak"]["m"] == 903 and record["parameters"]["m_by_family"]["brief"] == 128
-    assert set(record["display"]) == {"original patch", "BRIEF M=128", "FREAK M=128", "RA-FREAK M=128",
-                                      "EX-FREAK M=903"}
+    assert set(record["display"]) == {"original", "BRIEF, $M = 128$", "FREAK, $M = 128$", "RA-FREAK, $M = 128$",
+                                      "EX-FREAK, $M = 903$"}

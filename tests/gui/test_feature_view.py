@@ -63,7 +63,7 @@ def test_an_orb_file_shows_orb_and_256_bits_in_the_form_and_the_status_bar(qtbot
     assert summary in window.controls.document_line.text() and summary in window.status_label.text()
     assert window.parameters.family == "brief"  # the form's own choice is kept for image mode
     overlay = window.pattern_panel.patch.overlay
-    assert overlay.m == 256 and window.pattern_panel.spin.maximum() == 255  # ORB's pattern, not the form's BRIEF
+    assert overlay.m == 256 and window.pattern_panel.spin.maximum() == 256  # ORB's pattern, not the form's BRIEF
     assert window.session.pattern is None and len(window.session.sites) == 0
     assert window.source.roi.pos() != (0, 0) or window.session.keypoint_view.origin != (0, 0)
     assert "no pixels" in window.pattern_panel.patch.title_text()

@@ -78,7 +78,7 @@ def test_an_orb_patch_view_draws_its_256_pairs_turned_by_the_keypoints_angle(qtb
     half = (view.patch_size - 1) / 2
     np.testing.assert_array_equal(drawn, ends + half + 0.5)  # the keypoint sits at the patch centre
     assert not np.array_equal(drawn, table + half + 0.5)  # turned, not the upright table
-    assert view.pattern.m == 256 and window.pattern_panel.spin.maximum() == 255
+    assert view.pattern.m == 256 and window.pattern_panel.spin.maximum() == 256  # pairs numbered from 1
     np.testing.assert_allclose(window.pattern_panel.weights.array, DescriptorOperator(view.pattern).weight_map())
     assert window.pattern_panel.patch.title_text().startswith("ORB keypoint")
     frame_x, frame_y, side = view.footprint()  # the red square frames the patch where ORB read it

@@ -96,7 +96,7 @@ def test_changing_m_and_k_changes_operator_and_reconstruction(qtbot, window):
     first = live_update(window).estimate
     window.controls.set_value("m", 64)
     qtbot.waitUntil(lambda: window.session.operator.m == 64, timeout=3000)
-    assert window.pattern_panel.spin.maximum() == 63
+    assert window.pattern_panel.spin.maximum() == 64  # pairs numbered from 1, as the paper
     wait_live_done(qtbot, window)
     second = live_update(window).estimate
     assert not np.allclose(first, second)
