@@ -248,8 +248,8 @@ def _audit(task, row, thumbnails, started):
         if not len(get_model(task.descriptor).detect(original, n_keypoints=task.keypoints)):
             # Nothing to describe, so nothing leaks (extract_features cannot build an empty set yet).
             row.update(keypoints=0, coverage=0.0)
-            thumbnails["original"] = _thumbnail_png(original)
-            thumbnails["reconstruction"] = _thumbnail_png(np.zeros_like(original))
+            thumbnails["original"] = thumbnail_png(original)
+            thumbnails["reconstruction"] = thumbnail_png(np.zeros_like(original))
             return
         features = extract_features(original, task.descriptor, n_keypoints=task.keypoints)
     row["keypoints"] = len(features.keypoints)
@@ -261,9 +261,9 @@ def _audit(task, row, thumbnails, started):
     seen = display_stretch(result.image, mask=covered).image
     # Beside the original, on its scale (the one display rule of lbdviewer.evaluation.display).
     shown = display_stretch(result.image, mask=covered, reference=original).image
-    thumbnails["reconstruction"] = _thumbnail_png(shown)
+    thumbnails["reconstruction"] = thumbnail_png(shown)
     if original is not None:
-        thumbnails["original"] = _thumbnail_png(original)
+        thumbnails["original"] = thumbnail_png(original)
         if covered.sum() >= 2:
             _compare(original, result.image, covered, row)
     if task.ocr and original is not None and shutil.which("tesseract"):
@@ -298,7 +298,8 @@ def reference_beside(path):
     return None
 
 
-def _thumbnail_png(image):
+def thumbnail_png(image):
+    """A PNG (bytes) of a gray image in ``[0, 1]``, at most :data:`THUMBNAIL_SIDE` pixels a side."""
     pixels = to_uint8(image)
     scale = THUMBNAIL_SIDE / max(pixels.shape)
     if scale < 1.0:
