@@ -34,6 +34,7 @@ and its file (``lbdviewer defend``: :data:`lbdviewer.defences.tasks.DEFEND`);
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import hashlib
@@ -41,6 +42,7 @@ import io
 import multiprocessing
 import os
 import signal
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -81,7 +83,8 @@ def collect_inputs(paths):
     Raises
     ------
     ValueError
-        If a glob pattern matches nothing, or no input is left.
+        If a path does not exist, a glob pattern matches nothing, or no input
+        is left (before any work starts).
 
     Examples
     --------
@@ -100,6 +103,8 @@ def collect_inputs(paths):
             matches = sorted(glob.glob(given, recursive=True))
             if not matches:
                 raise ValueError(f"INPUT pattern {given!r} matches no file")
+        elif not os.path.exists(given):
+            raise ValueError(f"INPUT {given!r} does not exist")
         else:
             matches = [given]
         for match in matches:
@@ -320,6 +325,7 @@ def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
         raise ValueError(f"workers must be at least 1, got {workers}")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(dict.fromkeys(PRELOAD + [function.__module__])))
+    _start_forkserver()
     queue, suspects = list(reversed(tasks)), []
     while queue:
         pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context,
@@ -329,7 +335,8 @@ def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
             while queue or running:
                 while queue and len(running) < workers:
                     task = queue.pop()
-                    running[pool.submit(function, task)] = task
+                    with _interrupt_deferred():  # a worker being started is registered before Ctrl-C stops it
+                        running[pool.submit(function, task)] = task
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 broken = False
                 for future in finished:
@@ -346,15 +353,56 @@ def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
                     running = {}
                     break
         finally:
-            if running:  # interrupted: stop the tasks still running, do not wait for them
-                _terminate(pool)
-            pool.shutdown(wait=not running, cancel_futures=True)
+            if running:  # interrupted: stop the tasks still running, then wait for their processes to end
+                _terminate(pool)  # (a worker still starting when this process exits prints a traceback)
+            pool.shutdown(wait=True, cancel_futures=True)
     for task in suspects:  # each alone: only the input that kills its process fails
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_ignore_interrupts) as pool:
             try:
                 yield pool.submit(function, task).result()
             except BrokenProcessPool:
                 yield error_row(task, DIED)
+
+
+def _start_forkserver():
+    """Start the fork server with Ctrl-C ignored, so that it is never interrupted while it imports :data:`PRELOAD`.
+
+    The fork server ignores Ctrl-C only once its imports are done: a Ctrl-C
+    in the first seconds printed its traceback (forty lines of imports)
+    before "interrupted". The ignored signal is inherited by the server's
+    process (and its workers, which leave Ctrl-C to this one anyway).
+    """
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _interrupt_deferred():
+    """Hold a Ctrl-C that arrives inside the block until the block ends, then raise it.
+
+    Submitting a task may start a worker process; interrupted half-way, the
+    worker was not yet known to the pool, outlived this process and printed
+    a traceback when it could not find the pool's semaphores.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _ignore_interrupts():

@@ -84,7 +84,7 @@ def known_flip_rate(features):
 
 
 def _shifts(records):
-    """Candidate integer shifts ``(dx, dy)`` and their log-prior, from the coordinate defences recorded, or None.
+    r"""Candidate integer shifts ``(dx, dy)`` and their log-prior, from the coordinate defences recorded, or None.
 
     Within :math:`2\sigma` of the released position for jitter (a disc, the
     Gaussian's log-density as prior; stride :math:`\sigma / 2` rounded), within
@@ -110,7 +110,7 @@ def _shifts(records):
 
 
 def refine_positions(features, estimate):
-    """Keypoints moved back toward where the library described them, given the coordinate defences recorded.
+    r"""Keypoints moved back toward where the library described them, given the coordinate defences recorded.
 
     Parameters
     ----------
@@ -123,11 +123,11 @@ def refine_positions(features, estimate):
     -------
     FeatureSet
         Same bits, each keypoint at the shift :math:`d` that maximises
-        :math:`A(d) \\log\\frac{q}{1 - q} + \\log \\pi(d)`, with :math:`A(d)` the
+        :math:`A(d) \log\frac{q}{1 - q} + \log \pi(d)`, with :math:`A(d)` the
         bits the library model computes on ``estimate`` at the shifted
         keypoint that agree with the released ones, :math:`q` the agreement
         at no shift averaged over the keypoints (clipped to
-        :data:`AGREEMENT_RANGE`) and :math:`\\pi` the prior of the shift
+        :data:`AGREEMENT_RANGE`) and :math:`\pi` the prior of the shift
         (Gaussian of the jitter's sigma; uniform over a cell). Features
         without coordinate defences come back unchanged.
     """

@@ -30,6 +30,7 @@ from lbdviewer.audit.tasks import is_feature_file, thumbnail_png, worker_name
 from lbdviewer.defences.attacks import ATTACKERS, attack
 from lbdviewer.defences.leakage import described_region, measure_leakage
 from lbdviewer.defences.pairs import synthetic_pairs
+from lbdviewer.defences.rows import COLUMNS, NONE, defend_key, strength_text
 from lbdviewer.defences.transforms import Defence
 from lbdviewer.defences.utility import measure_utility
 from lbdviewer.evaluation.display import display_stretch
@@ -37,38 +38,7 @@ from lbdviewer.evaluation.ocr import legible_lines, ocr_words
 from lbdviewer.features.extract import extract_features
 from lbdviewer.io.images import load_image
 
-__all__ = ["COLUMNS", "DEFEND", "NONE", "DefendTask", "defend_key", "plan_defend_tasks", "run_defend_task"]
-
-#: ``defence`` of the baseline rows.
-NONE = "none"
-#: The columns of a defend row, in the order ``results.csv`` stores them.
-COLUMNS = ("input", "descriptor", "defence", "strength", "attacker", "status", "keypoints", "bits",
-           "matching_accuracy_1px", "matching_accuracy_3px", "matching_accuracy_5px", "homography_accuracy",
-           "matches", "correct_matches", "coverage", "correlation", "rank_correlation", "ocr_lines_read",
-           "ocr_lines_total", "seconds", "worker", "iterations", "pairs", "seed", "thumbnail_reconstruction")
-
-
-def strength_text(value):
-    """A strength as the key of a row holds it: ``""`` for none, else the shortest form of the number.
-
-    Examples
-    --------
-    >>> strength_text(None), strength_text(0.5), strength_text("2.0")
-    ('', '0.5', '2')
-    """
-    return "" if value is None or value == "" else f"{float(value):g}"
-
-
-def defend_key(row):
-    """``(input, descriptor, defence, strength, attacker)`` of a row (values or their CSV text).
-
-    Examples
-    --------
-    >>> defend_key({"input": "/a.png", "descriptor": "orb", "defence": "rr", "strength": "2", "attacker": "aware"})
-    ('/a.png', 'orb', 'rr', '2', 'aware')
-    """
-    return (row["input"], row["descriptor"], row["defence"], strength_text(row["strength"]), row["attacker"])
-
+__all__ = ["AUDIT_DEFENCES", "DEFEND", "DefendTask", "plan_defend_tasks", "run_defend_task"]
 
 @dataclass(frozen=True)
 class DefendTask:
@@ -158,7 +128,7 @@ def run_defend_task(task):
         ``status`` is ``"ok"`` or ``"error: <message>"``.
     thumbnails : dict
         ``{"reconstruction": bytes}``: the attacker's reconstruction on the
-        original's scale (PNG).
+        original's scale (PNG); the baseline's also ``"original"``.
 
     Examples
     --------
@@ -214,6 +184,8 @@ def _defend(task, row, thumbnails):
     else:
         shown = np.zeros_like(image)
     thumbnails["reconstruction"] = thumbnail_png(shown)
+    if defence is None:
+        thumbnails["original"] = thumbnail_png(image)
 
 
 #: The defend tasks for :func:`lbdviewer.audit.runner.iter_audit`, in ``results.csv`` (``defences.csv``
