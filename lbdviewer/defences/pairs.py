@@ -142,7 +142,7 @@ def _illumination(image, rng):
                          {"gamma": gamma, "gain": gain, "offset": offset, "blur": blur, "noise": noise})
 
 
-def synthetic_pairs(image, *, viewpoints=2, illuminations=2, rng=0):
+def synthetic_pairs(image, *, viewpoints=4, illuminations=4, rng=0):
     """Seeded viewpoint and illumination pairs of ``image`` (see the module notes).
 
     Parameters
