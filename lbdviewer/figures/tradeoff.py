@@ -30,7 +30,7 @@ from lbdviewer.figures.engine import DEFAULT_DPI, check_dpi, check_formats, chec
 from lbdviewer.figures.layout import CAPTION_PT, FONT, LABEL_PT, TICK_PT, TITLE_PT
 from lbdviewer.io.files import atomic_write
 
-__all__ = ["COLOURS", "tradeoff_figure", "write_tradeoff_figure"]
+__all__ = ["COLOURS", "draw_tradeoff", "tradeoff_figure", "write_tradeoff_figure"]
 
 #: One colour per defence (Okabe-Ito, colour-blind safe).
 COLOURS = {"rr": "#0072B2", "keep-bits": "#D55E00", "keep-keypoints": "#009E73", "keep-keypoints-aware": "#CC79A7",
@@ -47,7 +47,8 @@ def _curves(points):
     return curves
 
 
-def _panel(axes, points, value, ylabel):
+def draw_tradeoff(axes, points, value, ylabel):
+    """Draw one panel of :func:`tradeoff_figure` into ``axes``: ``value`` of each point against MMA at 3 px."""
     baseline = next((p for p in points if p["defence"] == "none"), None)
     for kind, curve in _curves(points).items():
         shown = [p for p in curve if p[value] is not None and p["matching_accuracy_3px"] is not None]
@@ -103,11 +104,11 @@ def tradeoff_figure(points, *, descriptor, width="double"):
     with matplotlib.rc_context({"font.family": FONT, "pdf.fonttype": 42, "svg.fonttype": "none"}):
         figure = Figure(figsize=(inches, HEIGHT), layout="constrained", facecolor="white")
         panels = figure.subplots(1, 2 if text else 1, squeeze=False)[0]
-        _panel(panels[0], points, "correlation", "leakage: correlation over described pixels")
+        draw_tradeoff(panels[0], points, "correlation", "leakage: correlation over described pixels")
         panels[0].set_title(f"(a) {descriptor.upper()}: what the better attacker rebuilds", fontsize=TITLE_PT,
                             loc="left")
         if text:
-            _panel(panels[1], points, "text_share", "leakage: lines of text read back")
+            draw_tradeoff(panels[1], points, "text_share", "leakage: lines of text read back")
             panels[1].set_title("(b) text read back (inputs with legible text)", fontsize=TITLE_PT, loc="left")
         handles, labels = panels[0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), frameon=False,
