@@ -23,7 +23,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from lbdviewer.audit.risk import RULE, leak_ranking
-from lbdviewer.audit.tasks import LINE_SEPARATOR
 from lbdviewer.defences.summary import recommend
 from lbdviewer.figures.layout import FONT
 from lbdviewer.figures.tradeoff import COLOURS, draw_tradeoff
@@ -146,7 +145,7 @@ def _thumbnail(folder, name):
 
 
 def _rows_page(rows, folder, number, total):
-    from lbdviewer.audit.report import has_text, is_legible
+    from lbdviewer.audit.report import has_text, is_legible, lines_read_back, text_lines
 
     figure = _page()
     figure.text(MARGIN, 0.965, f"Worst leaks first ({number} of {total})", fontsize=11, weight="bold", va="top")
@@ -165,9 +164,11 @@ def _rows_page(rows, folder, number, total):
                  f"{_num(row['correlation'])}, rank correlation {_num(row['rank_correlation'])}, SSIM "
                  f"{_num(row['ssim'])}"]
         if has_text(row):
-            original = " / ".join(part.strip() for part in row["ocr_original"].split(LINE_SEPARATOR.strip()))
-            lines += [("LEGIBLE: " if is_legible(row) else "not legible: ") + f"similarity {_num(row['ocr_similarity'])}",
-                      f"original: {original}", f"rebuilt: {row.get('ocr_reconstruction') or ''}"]
+            read, total = lines_read_back(row)
+            lines += [("LEGIBLE: " if is_legible(row) else "not legible: ") + f"{read} of {total} lines read back, "
+                      f"similarity {_num(row['ocr_similarity'])}",
+                      f"original: {' / '.join(text_lines(row['ocr_original']))}",
+                      f"rebuilt: {' / '.join(text_lines(row.get('ocr_reconstruction')))}"]
         else:
             lines.append("no legible text in the original")
         _text(figure, top - 0.012, "\n".join(lines), size=7.5, x=MARGIN + 0.42, width=78)

@@ -14,7 +14,9 @@ comes from a file name, an error message or OCR is HTML-escaped.
 **Text** is counted only over the inputs whose original holds legible text
 (:func:`has_text`: OCR reads lines of confident words in it, the
 ``ocr_original`` of :mod:`lbdviewer.audit.tasks`); such a row **leaks legible
-text** when OCR reads the same text back from the reconstruction with a
+text** when OCR reads back from the reconstruction a line of it
+(:func:`lbdviewer.evaluation.ocr.lines_read`: a ratio of at least
+:data:`lbdviewer.evaluation.ocr.MATCH_RATIO`), or the whole text with a
 similarity of at least :data:`LEGIBLE_SIMILARITY`. What OCR guesses in a
 photo is neither counted nor shown. The rows are listed worst leak first:
 legible text first, then by decreasing correlation.
@@ -37,11 +39,13 @@ from lbdviewer.audit.runner import RESULTS
 from lbdviewer.audit.tasks import COLUMNS, LINE_SEPARATOR
 from lbdviewer.defences.rows import read_defend_rows
 from lbdviewer.defences.summary import recommend, summarise_defences
+from lbdviewer.evaluation.ocr import lines_read
 from lbdviewer.io.files import atomic_write
 from lbdviewer.io.strict_json import save_json
 
-__all__ = ["INDEX", "LEGIBLE_SIMILARITY", "SETTINGS", "has_text", "is_legible", "leak_order", "read_results",
-           "read_settings", "record_settings", "render_html", "summarise", "write_report"]
+__all__ = ["INDEX", "LEGIBLE_SIMILARITY", "SETTINGS", "has_text", "is_legible", "leak_order", "lines_read_back",
+           "read_results", "read_settings", "record_settings", "render_html", "summarise", "text_lines",
+           "write_report"]
 
 INDEX = "index.html"
 PARQUET = "results.parquet"
@@ -135,6 +139,31 @@ def has_text(row):
     return bool((row.get("ocr_original") or "").strip())
 
 
+def text_lines(text):
+    """The lines of an ``ocr_original`` or ``ocr_reconstruction`` cell.
+
+    Examples
+    --------
+    >>> text_lines("MOBY DICK | DRACULA"), text_lines(None)
+    (['MOBY DICK', 'DRACULA'], [])
+    """
+    return [line.strip() for line in (text or "").split(LINE_SEPARATOR.strip()) if line.strip()]
+
+
+def lines_read_back(row):
+    """``(read, total)``: how many lines of the original's legible text OCR reads in the reconstruction.
+
+    Examples
+    --------
+    >>> lines_read_back({"ocr_original": "IDENTITY CARD | SURNAME MARTIN", "ocr_reconstruction": "17; | SURNAME MARTlN"})
+    (1, 2)
+    """
+    lines = text_lines(row.get("ocr_original"))
+    if not lines:
+        return 0, 0
+    return lines_read("\n".join(text_lines(row.get("ocr_reconstruction"))), lines)[0], len(lines)
+
+
 def is_legible(row):
     """True if the reconstruction gives away the original's text (see the module notes).
 
@@ -142,10 +171,15 @@ def is_legible(row):
     --------
     >>> is_legible({"ocr_original": "TOP SECRET", "ocr_similarity": 0.8})
     True
+    >>> is_legible({"ocr_original": "A LINE | SURNAME MARTIN", "ocr_reconstruction": "SURNAME MARTIN",
+    ...             "ocr_similarity": 0.4})
+    True
     >>> is_legible({"ocr_original": "", "ocr_similarity": 1.0})
     False
     """
-    return has_text(row) and (row.get("ocr_similarity") or 0.0) >= LEGIBLE_SIMILARITY
+    if not has_text(row):
+        return False
+    return (row.get("ocr_similarity") or 0.0) >= LEGIBLE_SIMILARITY or lines_read_back(row)[0] > 0
 
 
 def leak_order(rows):
@@ -334,12 +368,13 @@ def _ocr_cell(row):
             f"no legible text in the original (OCR's guesses at confidence {guessed:.0f})"
         return f'<td class="ocr muted">{text}</td>'
     badge = '<span class="badge leak">legible</span>' if is_legible(row) else ""
-    lines = (row["ocr_original"] or "").split(LINE_SEPARATOR.strip())
     confidence = "" if row.get("ocr_confidence") is None else f" (confidence {row['ocr_confidence']:.0f})"
-    return (f'<td class="ocr">{badge}<div><b>original</b> {escape(_clip(" / ".join(l.strip() for l in lines)))}'
+    read, total = lines_read_back(row)
+    return (f'<td class="ocr">{badge}<div><b>original</b> {escape(_clip(" / ".join(text_lines(row["ocr_original"]))))}'
             f'<span class="muted">{confidence}</span></div>'
-            f'<div><b>rebuilt</b> {escape(_clip(row.get("ocr_reconstruction")))}</div>'
-            f'<div class="muted">similarity {number(row.get("ocr_similarity"))}</div></td>')
+            f'<div><b>rebuilt</b> {escape(_clip(" / ".join(text_lines(row.get("ocr_reconstruction")))))}</div>'
+            f'<div class="muted">{read} of {total} lines read back, similarity '
+            f'{number(row.get("ocr_similarity"))}</div></td>')
 
 
 def _clip(text, length=90):

@@ -24,8 +24,9 @@ confidence of at least :data:`lbdviewer.evaluation.ocr.MIN_CONFIDENCE`,
 :func:`lbdviewer.evaluation.ocr.legible_lines`; ``ocr_original``, lines
 joined by :data:`LINE_SEPARATOR`, and their mean confidence
 ``ocr_confidence``; for an original without legible text, the mean
-confidence of what OCR guessed in it) and, for an original that has some, the text OCR reads
-from the reconstruction and its similarity to them (:func:`text_similarity`).
+confidence of what OCR guessed in it) and, for an original that has some, the
+text OCR reads from the reconstruction (``ocr_reconstruction``, its lines
+joined the same way) and its similarity to them (:func:`text_similarity`).
 What OCR guesses in a photo is not text and is not kept. OCR reads the
 reconstruction as an eavesdropper would see it, stretched without the
 original (0.5-99.5 percentiles, :func:`lbdviewer.evaluation.display.display_stretch`);
@@ -282,8 +283,9 @@ def _audit(task, row, thumbnails, started):
         guesses = [word["confidence"] for word in words if normalise_text(word["text"])]
         row["ocr_confidence"] = confidence if lines else (float(np.mean(guesses)) if guesses else None)
         if lines:
-            row["ocr_reconstruction"] = " ".join(ocr_text(seen).split())
-            row["ocr_similarity"] = text_similarity(" ".join(lines), row["ocr_reconstruction"])
+            read = [" ".join(line.split()) for line in ocr_text(seen).splitlines() if line.strip()]
+            row["ocr_reconstruction"] = LINE_SEPARATOR.join(read)
+            row["ocr_similarity"] = text_similarity(" ".join(lines), " ".join(read))
 
 
 def _invert(features, task, started):
