@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lbdviewer._runtime.versions import library_versions
 from lbdviewer.audit.html import escape, number, page
+from lbdviewer.audit.runner import RESULTS
 from lbdviewer.defences.rows import NONE, read_defend_rows, strength_text
 from lbdviewer.defences.summary import MAX_MATCHING_COST, MIN_GAIN, recommend, summarise_defences
 from lbdviewer.figures.tradeoff import write_tradeoff_figure
@@ -131,10 +132,8 @@ def write_defend_report(folder, *, title=None):
     pathlib.Path
         The ``index.html`` written.
     """
-    from lbdviewer.defences.tasks import DEFEND
-
     folder = Path(folder)
-    rows = read_defend_rows(folder / DEFEND.results)
+    rows = read_defend_rows(folder / RESULTS)
     points = summarise_defences(rows)
     figures = write_defence_figures(folder, points)
     title = title or f"Defences measured: {folder.name}"

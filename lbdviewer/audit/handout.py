@@ -22,6 +22,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
+from lbdviewer.audit.plots import draw_correlation_by_descriptor
+from lbdviewer.audit.results import has_text, is_legible, leak_order, lines_read_back, summarise, text_lines
 from lbdviewer.audit.risk import RULE, leak_ranking
 from lbdviewer.defences.summary import recommend
 from lbdviewer.figures.layout import FONT
@@ -61,7 +63,6 @@ def _badge(figure, x, y, level):
 
 
 def _summary_page(title, summary, points, settings, rows):
-    from lbdviewer.audit.report import draw_correlation_by_descriptor, has_text, is_legible
 
     figure = _page()
     y = _text(figure, 0.95, title, size=17, weight="bold", width=60)
@@ -145,7 +146,6 @@ def _thumbnail(folder, name):
 
 
 def _rows_page(rows, folder, number, total):
-    from lbdviewer.audit.report import has_text, is_legible, lines_read_back, text_lines
 
     figure = _page()
     figure.text(MARGIN, 0.965, f"Worst leaks first ({number} of {total})", fontsize=11, weight="bold", va="top")
@@ -190,18 +190,17 @@ def write_handout(path, rows, *, folder, title, settings=(), points=()):
     ----------
     path : str or os.PathLike
     rows : list of dict
-        :func:`lbdviewer.audit.report.read_results`.
+        :func:`lbdviewer.audit.results.read_results`.
     folder : str or os.PathLike
         The report folder (thumbnails).
     title : str
     settings : list of dict
-        :func:`lbdviewer.audit.report.read_settings`.
+        :func:`lbdviewer.audit.results.read_settings`.
     points : list of dict
         :func:`lbdviewer.defences.summary.summarise_defences` of the folder's ``defences.csv``.
     """
     import io
 
-    from lbdviewer.audit.report import leak_order, summarise
 
     summary = summarise(rows)
     ordered = leak_order(rows)

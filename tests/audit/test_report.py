@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from lbdviewer.audit.report import read_results, render_html, summarise, write_report
+from lbdviewer.audit.report import render_html, write_report
+from lbdviewer.audit.results import read_results, summarise
 from lbdviewer.audit.risk import leak_ranking, risk
 from lbdviewer.audit.tasks import COLUMNS
 from lbdviewer.cli.main import main

@@ -81,7 +81,7 @@ def run(args):
     """Run ``lbdviewer audit``; return the exit status."""
     from lbdviewer._runtime.versions import library_versions
     from lbdviewer.audit import collect_inputs, plan_tasks, write_report
-    from lbdviewer.audit.report import record_settings
+    from lbdviewer.audit.results import record_settings
     from lbdviewer.audit.runner import AUDIT
     from lbdviewer.audit.tasks import is_feature_file
     from lbdviewer.defences.tasks import AUDIT_DEFENCES, plan_defend_tasks
