@@ -16,4 +16,8 @@ __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     "synthetic_pairs": "pairs",
     "measure_utility": "utility",
     "match_features": "utility",
+    "attack": "attacks",
+    "preview_defence": "preview",
+    "iter_preview_defence": "preview",
+    "DefencePreview": "preview",
 })

@@ -36,11 +36,12 @@ import numpy as np
 
 from lbdviewer._validation import check_choice
 from lbdviewer.defences.transforms import applied_defences
-from lbdviewer.features.invert import invert_features
+from lbdviewer.features.invert import iter_invert_features
+from lbdviewer.features.progress import InversionProgress
 from lbdviewer.features.keypoints import Keypoints
 from lbdviewer.libraries.registry import get_model
 
-__all__ = ["ATTACKERS", "attack", "known_flip_rate", "naive_view", "refine_positions"]
+__all__ = ["ATTACKERS", "attack", "attack_steps", "known_flip_rate", "naive_view", "refine_positions"]
 
 ATTACKERS = ("aware", "naive")
 #: Agreement assumed at the right shift is clipped to this range (the estimate is never perfect, never chance).
@@ -164,6 +165,44 @@ def refine_positions(features, estimate):
     return replace(features, keypoints=moved)
 
 
+def attack_steps(features, attacker, *, iterations=None):
+    """:func:`attack`, yielding the inversions' :class:`~lbdviewer.features.progress.InversionProgress` first.
+
+    Yields
+    ------
+    InversionProgress or tuple
+        The reports of each inversion (a point where a caller can stop), then
+        ``(result, notes)`` as :func:`attack` returns them.
+    """
+    check_choice("attacker", attacker, ATTACKERS)
+    if attacker == "naive":
+        view = naive_view(features)
+        notes = {"flip_rate": 0.0, "bit_positions": "assumed first" if view.bit_positions() is not None else None,
+                 "refined": None}
+        result = yield from _inverted(view, iterations, 0.0)
+        yield result, notes
+        return
+    flip_rate = known_flip_rate(features)
+    notes = {"flip_rate": flip_rate, "bit_positions": "known" if features.bit_positions() is not None else None,
+             "refined": None}
+    result = yield from _inverted(features, iterations, flip_rate)
+    if _shifts(applied_defences(features)) is not None:
+        refined = refine_positions(features, result.image)
+        moves = np.hypot(refined.keypoints.x - features.keypoints.x, refined.keypoints.y - features.keypoints.y)
+        notes["refined"] = {"moved": int(np.count_nonzero(moves)), "mean_move": float(moves.mean())}
+        result = yield from _inverted(refined, iterations, flip_rate)
+    yield result, notes
+
+
+def _inverted(features, iterations, flip_rate):
+    """Yield the inversion's progress; return its result."""
+    for progress in iter_invert_features(features, iterations=iterations, flip_rate=flip_rate):
+        if progress.result is not None:
+            return progress.result
+        yield progress
+    raise AssertionError("iter_invert_features ended without a result")
+
+
 def attack(features, attacker, *, iterations=None):
     """Rebuild the image ``features`` describe as the ``attacker`` would (see the module notes).
 
@@ -194,19 +233,7 @@ def attack(features, attacker, *, iterations=None):
     >>> result.image.shape, round(notes["flip_rate"], 3)
     ((128, 128), 0.119)
     """
-    check_choice("attacker", attacker, ATTACKERS)
-    if attacker == "naive":
-        view = naive_view(features)
-        notes = {"flip_rate": 0.0, "bit_positions": "assumed first" if view.bit_positions() is not None else None,
-                 "refined": None}
-        return invert_features(view, iterations=iterations), notes
-    flip_rate = known_flip_rate(features)
-    notes = {"flip_rate": flip_rate, "bit_positions": "known" if features.bit_positions() is not None else None,
-             "refined": None}
-    result = invert_features(features, iterations=iterations, flip_rate=flip_rate)
-    if _shifts(applied_defences(features)) is not None:
-        refined = refine_positions(features, result.image)
-        moves = np.hypot(refined.keypoints.x - features.keypoints.x, refined.keypoints.y - features.keypoints.y)
-        notes["refined"] = {"moved": int(np.count_nonzero(moves)), "mean_move": float(moves.mean())}
-        result = invert_features(refined, iterations=iterations, flip_rate=flip_rate)
-    return result, notes
+    for item in attack_steps(features, attacker, iterations=iterations):
+        if not isinstance(item, InversionProgress):
+            return item
+    raise AssertionError("attack_steps ended without a result")

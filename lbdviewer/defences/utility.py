@@ -33,7 +33,8 @@ import numpy as np
 
 from lbdviewer.features.extract import extract_features
 
-__all__ = ["CORNER_THRESHOLD", "THRESHOLDS", "match_features", "measure_utility", "score_pair"]
+__all__ = ["CORNER_THRESHOLD", "THRESHOLDS", "keypoints_inside", "match_features", "measure_utility",
+           "project_points", "score_pair"]
 
 #: Pixel thresholds of the mean matching accuracy.
 THRESHOLDS = (1, 3, 5)
@@ -70,7 +71,14 @@ def match_features(first, second):
     return np.array(sorted((m.queryIdx, m.trainIdx) for m in matches), dtype=np.int64).reshape(-1, 2)
 
 
-def _apply(homography, points):
+def project_points(homography, points):
+    """``points`` ``(N, 2)`` of ``(x, y)`` mapped by a 3 x 3 ``homography``.
+
+    Examples
+    --------
+    >>> project_points(np.array([[2.0, 0, 1], [0, 2.0, 0], [0, 0, 1]]), np.array([[1.0, 3.0]])).tolist()
+    [[3.0, 6.0]]
+    """
     projected = np.c_[points, np.ones(len(points))] @ np.asarray(homography, dtype=np.float64).T
     return projected[:, :2] / projected[:, 2:3]
 
@@ -105,7 +113,7 @@ def score_pair(first, second, homography):
     out = {"matches": len(pairs)}
     points_a = np.c_[first.keypoints.x, first.keypoints.y][pairs[:, 0]]
     points_b = np.c_[second.keypoints.x, second.keypoints.y][pairs[:, 1]]
-    errors = np.linalg.norm(_apply(homography, points_a) - points_b, axis=1) if len(pairs) else np.zeros(0)
+    errors = np.linalg.norm(project_points(homography, points_a) - points_b, axis=1) if len(pairs) else np.zeros(0)
     for threshold in THRESHOLDS:
         correct = int(np.count_nonzero(errors <= threshold))
         out[f"correct_{threshold}px"] = correct
@@ -116,12 +124,12 @@ def score_pair(first, second, homography):
         if estimate is not None:
             height, width = first.image_shape
             corners = np.array([[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]], np.float64)
-            error = float(np.linalg.norm(_apply(estimate, corners) - _apply(homography, corners), axis=1).mean())
+            error = float(np.linalg.norm(project_points(estimate, corners) - project_points(homography, corners), axis=1).mean())
             out["corner_error"], out["homography_correct"] = error, error <= CORNER_THRESHOLD
     return out
 
 
-def _inside(features, valid):
+def keypoints_inside(features, valid):
     """The keypoints of ``features`` that lie where ``valid`` is True."""
     rows = np.clip(np.rint(features.keypoints.y).astype(np.int64), 0, valid.shape[0] - 1)
     cols = np.clip(np.rint(features.keypoints.x).astype(np.int64), 0, valid.shape[1] - 1)
@@ -169,7 +177,7 @@ def measure_utility(image, descriptor, pairs, *, defence=None, n_keypoints=500, 
     described = extract_features(image, descriptor, n_keypoints=n_keypoints)
     for index, pair in enumerate(pairs):
         first = described
-        second = _inside(extract_features(pair.second, descriptor, n_keypoints=n_keypoints), pair.valid)
+        second = keypoints_inside(extract_features(pair.second, descriptor, n_keypoints=n_keypoints), pair.valid)
         if defence is not None:
             first = defence.apply(first, rng=np.random.default_rng([rng, index, 0]), image=image)
             second = defence.apply(second, rng=np.random.default_rng([rng, index, 1]), image=pair.second)
