@@ -23,7 +23,6 @@ measured: what one free core would deliver, whatever else the machine does.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_audit import make_inputs, timed  # noqa: E402  (the audit bench's inputs and clock)
+from bench_audit import make_inputs, print_engines, run_engines  # noqa: E402  (the audit bench's)
 
 from lbdviewer.defences.tasks import DEFEND, plan_defend_tasks, run_defend_task  # noqa: E402
 from lbdviewer.defences.transforms import parse_defences  # noqa: E402
@@ -47,8 +46,6 @@ def main(argv=None):
     parser.add_argument("--no-ocr", action="store_true")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
-    from distributed import Client, LocalCluster
-
     defences = [d for spec in (args.defence or ["rr:eps=2"]) for d in parse_defences(spec)]
     with tempfile.TemporaryDirectory(prefix="lbdviewer-bench-defend-") as folder:
         folder = Path(folder)
@@ -62,32 +59,11 @@ def main(argv=None):
             started = time.process_time()
             run_defend_task(task)
             cpu.append(time.process_time() - started)
-        engines = {"local x1": {"workers": 1, "kind": DEFEND}, "local x2": {"workers": 2, "kind": DEFEND},
-                   "dask x2": None}
-        results = {name: [0.0, [], []] for name in engines}
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            engines["dask x2"] = {"scheduler": client, "kind": DEFEND}
-            for round_ in range(args.rounds):
-                order = list(engines) if round_ % 2 == 0 else list(reversed(engines))
-                for name in order:
-                    seconds, rows, failed = timed(tasks, folder / f"{name}-{round_}", **engines[name])
-                    results[name][0] += seconds
-                    results[name][1].extend(rows)
-                    results[name][2].extend(failed)
+        results = run_engines(tasks, folder, args.rounds, kind=DEFEND)
     print(f"{len(tasks)} defend tasks ({args.images} images of {args.side}x{args.side}, {args.descriptor}, "
           f"{', '.join(d.label for d in defences)} and none, aware and naive), iterations "
           f"{args.iterations or 'default'}, OCR {'off' if args.no_ocr else 'on'}, 1 thread a task")
-    print(f"{'engine':10} {'seconds':>8} {'tasks/min':>10} {'median task s':>14} {'errors':>7}")
-    for name, (seconds, rows, failed) in results.items():
-        median = sorted(row["seconds"] for row in rows)[len(rows) // 2]
-        print(f"{name:10} {seconds:8.1f} {60 * len(rows) / seconds:10.1f} {median:14.1f} {len(failed):7d}")
-    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
-    print(f"CPU seconds per task (serial, in-process): median {sorted(cpu)[len(cpu) // 2]:.1f}, total "
-          f"{sum(cpu):.1f}: one free core would do {60 * len(cpu) / sum(cpu):.1f} tasks/min")
-    base = results["local x1"][0]
-    print(f"speed-up over one worker: local x2 {base / results['local x2'][0]:.2f}, "
-          f"dask x2 {base / results['dask x2'][0]:.2f}")
+    print_engines(results, cpu, "tasks")
     return 0
 
 
