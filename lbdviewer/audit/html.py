@@ -139,11 +139,13 @@ a { color: #0b5cad; }
   tr, .card, .summary-box, figure, .strip figure, dl.settings { break-inside: avoid; page-break-inside: avoid; }
   h2 { break-after: avoid; page-break-after: avoid; margin-top: 16px; }
   section.rows, section.defences { break-before: page; page-break-before: always; }
-  .thumb { width: 96px; height: 96px; }
+  .thumb { width: 72px; height: 72px; margin-right: 2px; }
+  td, th { padding: 5px 6px; }
   .plots img { width: 80mm; }
   .plots figure.wide img { width: 170mm; }
-  .input .name { max-width: 48mm; }
-  .ocr { max-width: 60mm; }
+  .input .name { max-width: 32mm; }
+  .input .muted { display: none; }
+  td.ocr { min-width: 62mm; max-width: 70mm; font-size: 8pt; }
   a { color: inherit; text-decoration: none; }
   .risk, .badge, .bar span, .dot { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
