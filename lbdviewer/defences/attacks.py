@@ -185,6 +185,8 @@ def attack_steps(features, attacker, *, iterations=None):
     flip_rate = known_flip_rate(features)
     notes = {"flip_rate": flip_rate, "bit_positions": "known" if features.bit_positions() is not None else None,
              "refined": None}
+    if features.descriptor == "akaze" and flip_rate:  # its inversion is closed form: no likelihood to weigh bits
+        notes["flip_rate_unused"], flip_rate = flip_rate, 0.0
     result = yield from _inverted(features, iterations, flip_rate)
     if _shifts(applied_defences(features)) is not None:
         refined = refine_positions(features, result.image)
@@ -220,7 +222,9 @@ def attack(features, attacker, *, iterations=None):
         Of the last inversion.
     notes : dict
         What the attacker used: ``flip_rate``, ``bit_positions`` (known or
-        assumed), ``refined`` (keypoints moved, their mean move in pixels).
+        assumed), ``refined`` (keypoints moved, their mean move in pixels);
+        AKAZE's closed-form inversion cannot weigh flipped bits
+        (``flip_rate_unused``).
 
     Examples
     --------
