@@ -47,9 +47,15 @@ def _curves(points):
     return curves
 
 
+#: Smallest distance (axes fraction) between two strength labels; a label closer to one already drawn is left out.
+LABEL_SPACING = 0.035
+
+
 def draw_tradeoff(axes, points, value, ylabel):
     """Draw one panel of :func:`tradeoff_figure` into ``axes``: ``value`` of each point against MMA at 3 px."""
     baseline = next((p for p in points if p["defence"] == "none"), None)
+    placed = [] if baseline is None or baseline[value] is None else [(baseline["matching_accuracy_3px"],
+                                                                      baseline[value])]
     for kind, curve in _curves(points).items():
         shown = [p for p in curve if p[value] is not None and p["matching_accuracy_3px"] is not None]
         if not shown:
@@ -59,6 +65,9 @@ def draw_tradeoff(axes, points, value, ylabel):
         y = [p[value] for p in shown]
         axes.plot(x, y, "-o", color=colour, markersize=3.5, linewidth=1.0, label=kind)
         for p, xi, yi in zip(shown, x, y):
+            if any(abs(xi - px) < LABEL_SPACING * 1.5 and abs(yi - py) < LABEL_SPACING for px, py in placed):
+                continue  # the table beside the figure gives every number
+            placed.append((xi, yi))
             axes.annotate(f"{p['strength']:g}", (xi, yi), textcoords="offset points", xytext=(3, 3),
                           fontsize=TICK_PT - 1, color=colour)
     if baseline is not None and baseline[value] is not None and baseline["matching_accuracy_3px"] is not None:
@@ -108,7 +117,7 @@ def tradeoff_figure(points, *, descriptor, width="double"):
         panels[0].set_title(f"(a) {descriptor.upper()}: what the better attacker rebuilds", fontsize=TITLE_PT,
                             loc="left")
         if text:
-            draw_tradeoff(panels[1], points, "text_share", "leakage: lines of text read back")
+            draw_tradeoff(panels[1], points, "text_share", "leakage: share of text lines read back")
             panels[1].set_title("(b) text read back (inputs with legible text)", fontsize=TITLE_PT, loc="left")
         handles, labels = panels[0].get_legend_handles_labels()
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), frameon=False,
