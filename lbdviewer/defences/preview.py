@@ -39,9 +39,10 @@ class DefencePreview:
     reconstruction, covered : ndarray, shape (H, W)
         The aware attacker's image (``[0, 1]``) and the pixels it covers.
     leakage : dict
-        :func:`lbdviewer.defences.leakage.measure_leakage` (no OCR).
-    second : ndarray, shape (H, W)
-        The pair's second image.
+        :func:`lbdviewer.defences.leakage.measure_leakage` (no OCR); its
+        ``correlation`` None without the image.
+    second : ndarray, shape (H, W) or None
+        The pair's second image (None without the image).
     first_points, second_points : ndarray, shape (K, 2)
         Released keypoints ``(x, y)`` of each image.
     matches : ndarray of int, shape (N, 2)
@@ -49,7 +50,7 @@ class DefencePreview:
     correct : ndarray of bool, shape (N,)
         Matches within 3 px of where the true homography puts them.
     scores : dict
-        :func:`lbdviewer.defences.utility.score_pair` of the pair.
+        :func:`lbdviewer.defences.utility.score_pair` of the pair (empty without the image).
     """
 
     label: str
@@ -65,31 +66,33 @@ class DefencePreview:
 
     @property
     def correlation(self):
-        """The leakage number."""
+        """The leakage number (None without the image)."""
         return self.leakage["correlation"]
 
     @property
     def matching_accuracy(self):
-        """The utility number: matching accuracy at 3 px on the pair."""
-        return self.scores["matching_accuracy_3px"]
+        """The utility number: matching accuracy at 3 px on the pair (None without the image)."""
+        return self.scores.get("matching_accuracy_3px")
 
 
 def _points(features):
     return np.c_[features.keypoints.x, features.keypoints.y]
 
 
-def iter_preview_defence(image, descriptor, defence=None, *, n_keypoints=500, iterations=None, rng=0):
-    """Preview ``defence`` on ``image`` (see the module notes), yielding progress, then the :class:`DefencePreview`.
+def iter_preview_defence(features, defence=None, *, image=None, iterations=None, rng=0):
+    """Preview ``defence`` on ``features`` (see the module notes), yielding progress, then the :class:`DefencePreview`.
 
     Parameters
     ----------
-    image : ndarray, shape (H, W)
-        Gray image in ``[0, 1]`` (each side at least 63 pixels).
-    descriptor : str
-        A library descriptor.
+    features : FeatureSet
+        The features as the library wrote them (the app's library view
+        extracts them; a feature file holds them).
     defence : Defence, optional
-        None: the features as the library writes them.
-    n_keypoints : int
+        None: the features as they are.
+    image : ndarray, shape (H, W), optional
+        The image they describe, gray in ``[0, 1]``. Without it the preview
+        has the reconstruction only: no leakage score (nothing to compare
+        with) and no synthetic pair (nothing to warp).
     iterations : int, optional
         Of the inversion (default: the solver's).
     rng : int
@@ -105,14 +108,16 @@ def iter_preview_defence(image, descriptor, defence=None, *, n_keypoints=500, it
     >>> from lbdviewer.io.samples import sample_image
     >>> from lbdviewer.defences.transforms import Defence
     >>> image = sample_image("camera")[100:228, 150:278]
-    >>> preview = preview_defence(image, "orb", Defence("rr", 2.0), n_keypoints=80, iterations=5)
+    >>> features = extract_features(image, "orb", n_keypoints=80)
+    >>> preview = preview_defence(features, Defence("rr", 2.0), image=image, iterations=5)
     >>> preview.label, preview.reconstruction.shape, 0.0 <= preview.matching_accuracy <= 1.0
     ('rr eps=2', (128, 128), True)
+    >>> preview_defence(features, iterations=5).matching_accuracy is None
+    True
     """
-    features = extract_features(image, descriptor, n_keypoints=n_keypoints)
+    shape = tuple(features.image_shape)
     released = features if defence is None else defence.apply(features, rng=np.random.default_rng([rng, 0, 0]),
                                                                 image=image)
-    region = described_region(features)
     reconstruction = covered = None
     if len(released.keypoints):
         result = None
@@ -122,26 +127,32 @@ def iter_preview_defence(image, descriptor, defence=None, *, n_keypoints=500, it
             else:
                 result = item[0]
         reconstruction, covered = result.image, result.covered
-    [pair] = synthetic_pairs(image, viewpoints=1, illuminations=0, rng=rng)
-    second = keypoints_inside(extract_features(pair.second, descriptor, n_keypoints=n_keypoints), pair.valid)
-    if defence is not None:
-        second = defence.apply(second, rng=np.random.default_rng([rng, 0, 1]), image=pair.second)
-    matches = match_features(released, second)
-    first_points, second_points = _points(released), _points(second)
-    errors = (np.linalg.norm(project_points(pair.homography, first_points[matches[:, 0]]) - second_points[matches[:, 1]],
-                             axis=1) if len(matches) else np.zeros(0))
+    first_points = _points(released)
+    second = None
+    second_points, matches, correct, scores = np.zeros((0, 2)), np.zeros((0, 2), dtype=np.int64), np.zeros(0, bool), {}
+    leakage = {"correlation": None}
+    if image is not None:
+        leakage = measure_leakage(image, described_region(features), reconstruction, covered, ocr=False)
+        [pair] = synthetic_pairs(image, viewpoints=1, illuminations=0, rng=rng)
+        described = extract_features(pair.second, features.descriptor, n_keypoints=max(len(features.keypoints), 1))
+        other = keypoints_inside(described, pair.valid)
+        if defence is not None:
+            other = defence.apply(other, rng=np.random.default_rng([rng, 0, 1]), image=pair.second)
+        matches = match_features(released, other)
+        second, second_points = pair.second, _points(other)
+        errors = np.linalg.norm(project_points(pair.homography, first_points[matches[:, 0]])
+                                - second_points[matches[:, 1]], axis=1) if len(matches) else np.zeros(0)
+        correct, scores = errors <= 3.0, score_pair(released, other, pair.homography)
     yield DefencePreview(
         label="no defence" if defence is None else defence.label,
-        reconstruction=np.zeros_like(image) if reconstruction is None else reconstruction,
-        covered=np.zeros(image.shape, dtype=bool) if covered is None else covered,
-        leakage=measure_leakage(image, region, reconstruction, covered, ocr=False), second=pair.second,
-        first_points=first_points, second_points=second_points, matches=matches, correct=errors <= 3.0,
-        scores=score_pair(released, second, pair.homography))
+        reconstruction=np.zeros(shape) if reconstruction is None else reconstruction,
+        covered=np.zeros(shape, dtype=bool) if covered is None else covered, leakage=leakage, second=second,
+        first_points=first_points, second_points=second_points, matches=matches, correct=correct, scores=scores)
 
 
-def preview_defence(image, descriptor, defence=None, **options):
+def preview_defence(features, defence=None, **options):
     """:func:`iter_preview_defence` run to its end: the :class:`DefencePreview`."""
-    for item in iter_preview_defence(image, descriptor, defence, **options):
+    for item in iter_preview_defence(features, defence, **options):
         if isinstance(item, DefencePreview):
             return item
     raise AssertionError("iter_preview_defence ended without a preview")
