@@ -21,11 +21,73 @@ import numpy as np
 from lbdviewer.defences.attacks import attack_steps
 from lbdviewer.defences.leakage import described_region, measure_leakage
 from lbdviewer.defences.pairs import synthetic_pairs
+from lbdviewer.defences.transforms import Defence
 from lbdviewer.defences.utility import keypoints_inside, match_features, project_points, score_pair
 from lbdviewer.features.extract import extract_features
 from lbdviewer.features.progress import InversionProgress
 
-__all__ = ["DefencePreview", "iter_preview_defence", "preview_defence"]
+__all__ = ["NO_DEFENCE", "STRENGTH_CHOICES", "DefencePreview", "defence_choice", "iter_preview_defence",
+           "pair_picture", "preview_defence"]
+
+#: The choice of a control that applies no defence.
+NO_DEFENCE = "none"
+#: Per defence, what a control offers: ``(minimum, maximum, step, default)`` of its strength.
+STRENGTH_CHOICES = {"rr": (0.25, 16.0, 0.25, 2.0), "keep-bits": (0.05, 1.0, 0.05, 0.5),
+                    "keep-keypoints": (0.05, 1.0, 0.05, 0.5), "keep-keypoints-aware": (0.05, 1.0, 0.05, 0.5),
+                    "quantize": (1.0, 32.0, 1.0, 4.0), "jitter": (0.5, 16.0, 0.5, 2.0)}
+#: Gray columns between the two images of :func:`pair_picture`.
+PAIR_GAP = 8
+
+
+def defence_choice(kind, strength=None):
+    """The :class:`Defence` a control's ``kind`` and ``strength`` name, or None for :data:`NO_DEFENCE`.
+
+    Raises
+    ------
+    ValueError
+        Naming the kind or the strength.
+
+    Examples
+    --------
+    >>> defence_choice("none") is None, defence_choice("rr").label, defence_choice("jitter", 4).label
+    (True, 'rr eps=2', 'jitter sigma=4')
+    """
+    if kind == NO_DEFENCE:
+        return None
+    if kind not in STRENGTH_CHOICES:
+        raise ValueError(f"defence must be one of {(NO_DEFENCE, *STRENGTH_CHOICES)}, got {kind!r}")
+    return Defence(kind, STRENGTH_CHOICES[kind][3] if strength is None else strength)
+
+
+def pair_picture(image, preview):
+    """The two images of the preview's pair side by side and its matches as segments in that picture.
+
+    Returns
+    -------
+    picture : ndarray, shape (H, 2 W + PAIR_GAP)
+    segments : ndarray, shape (N, 2, 2)
+        ``[[x0, y0], [x1, y1]]`` of each match, first image left.
+    correct : ndarray of bool, shape (N,)
+
+    Examples
+    --------
+    >>> from lbdviewer.features.keypoints import FeatureSet, Keypoints
+    >>> fs = FeatureSet("orb", {}, (70, 70), Keypoints([35.0], [35.0]), np.zeros((1, 32), np.uint8), 256, "little")
+    >>> view = DefencePreview("x", np.zeros((70, 70)), np.ones((70, 70), bool), {}, np.ones((70, 70)),
+    ...                       np.array([[1.0, 2.0]]), np.array([[3.0, 4.0]]), np.array([[0, 0]]), np.array([True]), {})
+    >>> picture, segments, correct = pair_picture(np.zeros((70, 70)), view)
+    >>> picture.shape, segments.tolist()
+    ((70, 148), [[[1.0, 2.0], [81.0, 4.0]]])
+    """
+    if preview.second is None:
+        raise ValueError("the preview has no synthetic pair: it was made without the image")
+    image = np.asarray(image, dtype=np.float64)
+    height, width = image.shape
+    picture = np.hstack([image, np.full((height, PAIR_GAP), 0.5), preview.second])
+    starts = preview.first_points[preview.matches[:, 0]] if len(preview.matches) else np.zeros((0, 2))
+    ends = preview.second_points[preview.matches[:, 1]] + [width + PAIR_GAP, 0] if len(preview.matches) \
+        else np.zeros((0, 2))
+    return picture, np.stack([starts, ends], axis=1), np.asarray(preview.correct, dtype=bool)
 
 
 @dataclass(frozen=True, eq=False)
