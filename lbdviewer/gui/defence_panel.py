@@ -137,6 +137,19 @@ class DefencePanel(QWidget):
                 self._lines[name].setData(points[:, 0], points[:, 1])
         self.numbers.setText(self.numbers_text(preview))
 
+    def show_message(self, text):
+        """Say why there is nothing to preview (no features, a failure)."""
+        self.numbers.setText(text)
+
+    def mark_outdated(self):
+        """The document changed: fade what is shown and say so."""
+        if self.reconstruction.array is not None:
+            self.reconstruction.set_dimmed(True)
+        if self.pair.array is not None:
+            self.pair.set_dimmed(True)
+        if self.preview is not None:
+            self.numbers.setText(f"Outdated (another document): {self.numbers_text(self.preview)} · Apply again")
+
     @staticmethod
     def numbers_text(preview):
         """``"<defence>: leakage r = 0.84 · matching at 3 px 0.80 (12 of 15 matches)"``."""
