@@ -1,4 +1,4 @@
-"""The audit report as a PDF handout (A4), drawn with matplotlib in the figure engine's font.
+"""The audit report as a PDF handout (A4), drawn with matplotlib in the figures' one style.
 
 Page 1 holds what a manager acts on: the title, which descriptor leaks most,
 each descriptor's risk level with its reason and the recommendation (its cost
@@ -26,7 +26,7 @@ from lbdviewer.audit.plots import draw_correlation_by_descriptor
 from lbdviewer.audit.results import has_text, is_legible, leak_order, lines_read_back, summarise, text_lines
 from lbdviewer.audit.risk import RULE, leak_ranking
 from lbdviewer.defences.summary import recommend
-from lbdviewer.figures.layout import FONT
+from lbdviewer.figures.style import style_context
 from lbdviewer.figures.tradeoff import COLOURS, draw_tradeoff
 from lbdviewer.io.files import atomic_write
 
@@ -36,7 +36,6 @@ __all__ = ["A4", "ROWS_PER_PAGE", "write_handout"]
 A4 = (8.27, 11.69)
 ROWS_PER_PAGE = 5
 RISK_COLOURS = {"high": "#b91c1c", "medium": "#b45309", "low": "#15803d"}
-_RC = {"font.family": FONT, "pdf.fonttype": 42, "font.size": 8}
 MARGIN = 0.07  # of the page width, each side
 
 
@@ -206,7 +205,7 @@ def write_handout(path, rows, *, folder, title, settings=(), points=()):
     ordered = leak_order(rows)
     pages = [ordered[start:start + ROWS_PER_PAGE] for start in range(0, len(ordered), ROWS_PER_PAGE)]
     buffer = io.BytesIO()
-    with matplotlib.rc_context(_RC), PdfPages(buffer, metadata={"Title": title, "Creator": "lbdviewer audit",
+    with style_context(), PdfPages(buffer, metadata={"Title": title, "Creator": "lbdviewer audit",
                                                                 "CreationDate": None}) as pdf:
         pdf.savefig(_summary_page(title, summary, list(points), list(settings), rows))
         if any(p["defence"] != "none" for p in points):

@@ -13,8 +13,9 @@ accuracy at 3 px (x, HPatches' MMA on the synthetic pairs):
 One curve per defence, its points joined from the weakest to the strongest
 and labelled with their strength; the undefended baseline is a black star.
 The best place is the lower right: matching kept, nothing leaked. Built with
-matplotlib's object-oriented API in the figure engine's font and sizes, saved
-by :func:`lbdviewer.figures.engine.figure_bytes` (PNG at its dpi, PDF with
+matplotlib's object-oriented API in the figures' one style
+(:func:`lbdviewer.figures.style.style_context`, Okabe-Ito colours), saved by
+:func:`lbdviewer.figures.engine.figure_bytes` (PNG at its dpi, PDF with
 TrueType text, SVG with text as text) with the run record beside it.
 """
 
@@ -22,19 +23,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 from matplotlib.figure import Figure
 
 from lbdviewer.evaluation.records import run_record, write_sidecar
 from lbdviewer.figures.engine import DEFAULT_DPI, check_dpi, check_formats, check_width, figure_bytes
-from lbdviewer.figures.layout import CAPTION_PT, FONT, LABEL_PT, TICK_PT, TITLE_PT
+from lbdviewer.figures.layout import TICK_PT
+from lbdviewer.figures.style import OKABE_ITO, style_context
 from lbdviewer.io.files import atomic_write
 
 __all__ = ["COLOURS", "draw_tradeoff", "tradeoff_figure", "write_tradeoff_figure"]
 
 #: One colour per defence (Okabe-Ito, colour-blind safe).
-COLOURS = {"rr": "#0072B2", "keep-bits": "#D55E00", "keep-keypoints": "#009E73", "keep-keypoints-aware": "#CC79A7",
-           "quantize": "#E69F00", "jitter": "#56B4E9"}
+COLOURS = {"rr": OKABE_ITO["blue"], "keep-bits": OKABE_ITO["vermillion"], "keep-keypoints": OKABE_ITO["green"],
+           "keep-keypoints-aware": OKABE_ITO["purple"], "quantize": OKABE_ITO["orange"], "jitter": OKABE_ITO["sky"]}
 #: Height of the figure, inches.
 HEIGHT = 2.9
 
@@ -63,7 +64,7 @@ def draw_tradeoff(axes, points, value, ylabel):
         colour = COLOURS.get(kind, "0.3")
         x = [p["matching_accuracy_3px"] for p in shown]
         y = [p[value] for p in shown]
-        axes.plot(x, y, "-o", color=colour, markersize=3.5, linewidth=1.0, label=kind)
+        axes.plot(x, y, "-o", color=colour, label=kind)
         for p, xi, yi in zip(shown, x, y):
             if any(abs(xi - px) < LABEL_SPACING * 1.5 and abs(yi - py) < LABEL_SPACING for px, py in placed):
                 continue  # the table beside the figure gives every number
@@ -75,9 +76,8 @@ def draw_tradeoff(axes, points, value, ylabel):
                   label="no defence", zorder=5)
     axes.set_xlim(-0.03, 1.03)
     axes.set_ylim(-0.03, 1.03)
-    axes.set_xlabel("matching accuracy at 3 px (MMA, synthetic pairs)", fontsize=LABEL_PT)
-    axes.set_ylabel(ylabel, fontsize=LABEL_PT)
-    axes.tick_params(labelsize=TICK_PT, length=2, width=0.5)
+    axes.set_xlabel("matching accuracy at 3 px (MMA, synthetic pairs)")
+    axes.set_ylabel(ylabel)
     axes.grid(True, color="0.9", linewidth=0.5)
     axes.set_axisbelow(True)
     for side in ("top", "right"):
@@ -110,18 +110,16 @@ def tradeoff_figure(points, *, descriptor, width="double"):
     points = [p for p in points if p.get("descriptor", descriptor) == descriptor]
     text = any(p.get("text_share") is not None for p in points)
     inches = check_width(width)
-    with matplotlib.rc_context({"font.family": FONT, "pdf.fonttype": 42, "svg.fonttype": "none"}):
-        figure = Figure(figsize=(inches, HEIGHT), layout="constrained", facecolor="white")
+    with style_context():
+        figure = Figure(figsize=(inches, HEIGHT), layout="constrained")
         panels = figure.subplots(1, 2 if text else 1, squeeze=False)[0]
         draw_tradeoff(panels[0], points, "correlation", "leakage: correlation over described pixels")
-        panels[0].set_title(f"(a) {descriptor.upper()}: what the better attacker rebuilds", fontsize=TITLE_PT,
-                            loc="left")
+        panels[0].set_title(f"(a) {descriptor.upper()}: what the better attacker rebuilds", loc="left")
         if text:
             draw_tradeoff(panels[1], points, "text_share", "leakage: share of text lines read back")
-            panels[1].set_title("(b) text read back (inputs with legible text)", fontsize=TITLE_PT, loc="left")
+            panels[1].set_title("(b) text read back (inputs with legible text)", loc="left")
         handles, labels = panels[0].get_legend_handles_labels()
-        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7), frameon=False,
-                      fontsize=CAPTION_PT - 1)
+        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 7))
     return figure
 
 
