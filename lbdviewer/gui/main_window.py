@@ -111,6 +111,7 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, DefenceActions, QMai
         self._defence_image = None
         self._add_dock("defence", "Defence", self.defence_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.docks["whole"], self.docks["defence"])
+        self.docks["defence"].hide()  # View > Defence shows it, tabbed with the whole image
         self.docks["whole"].raise_()
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)

@@ -66,6 +66,16 @@ def test_feature_file_view_previews_with_its_original_only_when_paired(qtbot, wi
     assert len(paired.first_points) == round(len(window.session.features.keypoints) / 2)
 
 
+def test_view_menu_shows_the_defence_dock_tabbed_with_the_whole_image(qtbot, window):
+    dock = window.docks["defence"]
+    assert not dock.isVisible()  # the first window keeps every other control on view
+    action = dock.toggleViewAction()
+    [view] = [a.menu() for a in window.menuBar().actions() if a.text().replace("&", "") == "View"]
+    assert action in view.actions() and action.text() == "Defence"
+    action.trigger()
+    assert dock.isVisible() and dock in window.tabifiedDockWidgets(window.docks["whole"])
+
+
 def test_the_papers_patterns_have_nothing_to_defend(qtbot, window):
     assert window.session.mode == "pattern"
     window.defence_panel.set_choice("rr", 1.0)
