@@ -14,7 +14,8 @@ desktop app lives in :mod:`lbdviewer.gui`).
 ``features``      keypoints, feature files, extraction and inversion
 ``evaluation``    metrics, the display rule, run records, leakage
 ``io``            images, JSON and files in and out; the shipped samples
-``audit``         many inputs x descriptors on a local pool or Dask
+``audit``         many inputs x descriptors on a local pool or Dask; the reports
+``defences``      defences of released features, what they cost in matching and leave to an attacker
 ``figures``       the figure engine and the paper's figures
 ``testing``       the dot test and a matrix operator, for operator tests
 ================  ==============================================================
@@ -40,6 +41,6 @@ except metadata.PackageNotFoundError:  # a source tree that was never installed
 
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     name: name for name in ("bits", "patterns", "operators", "solvers", "reconstruction", "libraries", "features",
-                            "evaluation", "io", "audit", "figures", "testing")
+                            "evaluation", "io", "audit", "defences", "figures", "testing")
 })
 __all__ = [*__all__, "__version__"]

@@ -65,6 +65,43 @@ def timed(tasks, report, **engine):
     return seconds, rows, failed
 
 
+def run_engines(tasks, folder, rounds, **options):
+    """``{engine: [seconds, rows, failed rows]}`` of the three engines (see the module notes), ``rounds`` rounds.
+
+    ``options`` go to :func:`lbdviewer.audit.runner.iter_audit` (``kind`` for other tasks than the audit's).
+    """
+    from distributed import Client, LocalCluster
+
+    engines = {"local x1": {"workers": 1}, "local x2": {"workers": 2}, "dask x2": None}
+    results = {name: [0.0, [], []] for name in engines}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        engines["dask x2"] = {"scheduler": client}
+        for round_ in range(rounds):  # A B C, then C B A: the machine's drift cancels
+            order = list(engines) if round_ % 2 == 0 else list(reversed(engines))
+            for name in order:
+                seconds, rows, failed = timed(tasks, Path(folder) / f"{name}-{round_}", **engines[name], **options)
+                results[name][0] += seconds
+                results[name][1].extend(rows)
+                results[name][2].extend(failed)
+    return results
+
+
+def print_engines(results, cpu, unit):
+    """The table of :func:`run_engines`, the load, one free core's rate from the serial ``cpu`` seconds of each task."""
+    print(f"{'engine':10} {'seconds':>8} {unit + '/min':>11} {'median task s':>14} {'errors':>7}")
+    for name, (seconds, rows, failed) in results.items():
+        median = sorted(row["seconds"] for row in rows)[len(rows) // 2]
+        print(f"{name:10} {seconds:8.1f} {60 * len(rows) / seconds:11.1f} {median:14.1f} {len(failed):7d}")
+    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
+    cpu_median = sorted(cpu)[len(cpu) // 2]
+    print(f"CPU seconds per task (serial, in-process, kernels loaded): median {cpu_median:.1f}, "
+          f"total {sum(cpu):.1f}: one free core would do {60 * len(cpu) / sum(cpu):.1f} {unit}/min")
+    base = results["local x1"][0]
+    print(f"speed-up over one worker: local x2 {base / results['local x2'][0]:.2f}, "
+          f"dask x2 {base / results['dask x2'][0]:.2f}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=8)
@@ -75,8 +112,6 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the three engines, order reversed "
                                                                    "every other round (default 2)")
     args = parser.parse_args(argv)
-    from distributed import Client, LocalCluster
-
     with tempfile.TemporaryDirectory(prefix="lbdviewer-bench-audit-") as folder:
         folder = Path(folder)
         (folder / "inputs").mkdir()
@@ -88,31 +123,10 @@ def main(argv=None):
             started = time.process_time()
             row, _ = run_task(task)
             cpu.append(time.process_time() - started)
-        engines = {"local x1": {"workers": 1}, "local x2": {"workers": 2}, "dask x2": None}
-        results = {name: [0.0, [], []] for name in engines}
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            engines["dask x2"] = {"scheduler": client}
-            for round_ in range(args.rounds):  # A B C, then C B A: the machine's drift cancels
-                order = list(engines) if round_ % 2 == 0 else list(reversed(engines))
-                for name in order:
-                    seconds, rows, failed = timed(tasks, folder / f"{name}-{round_}", **engines[name])
-                    results[name][0] += seconds
-                    results[name][1].extend(rows)
-                    results[name][2].extend(failed)
+        results = run_engines(tasks, folder, args.rounds)
     print(f"{len(tasks)} images of {args.side}x{args.side}, {args.descriptor}, default settings "
           f"(iterations {args.iterations or 'default'}, OCR {'off' if args.no_ocr else 'on'}), 1 thread a task")
-    print(f"{'engine':10} {'seconds':>8} {'images/min':>11} {'median task s':>14} {'errors':>7}")
-    for name, (seconds, rows, failed) in results.items():
-        median = sorted(row["seconds"] for row in rows)[len(rows) // 2]
-        print(f"{name:10} {seconds:8.1f} {60 * len(rows) / seconds:11.1f} {median:14.1f} {len(failed):7d}")
-    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
-    cpu_median = sorted(cpu)[len(cpu) // 2]
-    print(f"CPU seconds per image (serial, in-process, kernels loaded): median {cpu_median:.1f}, "
-          f"total {sum(cpu):.1f}: one free core would do {60 * len(cpu) / sum(cpu):.1f} images/min")
-    base = results["local x1"][0]
-    print(f"speed-up over one worker: local x2 {base / results['local x2'][0]:.2f}, "
-          f"dask x2 {base / results['dask x2'][0]:.2f}")
+    print_engines(results, cpu, "images")
     return 0
 
 

@@ -2,11 +2,15 @@
 
 ``tasks`` (one input x one descriptor -> one row, a pure function), ``runner``
 (a local process pool or a Dask cluster; ``REPORT_DIR/results.csv`` is the
-checkpoint) and ``report`` (summary, plots, ``index.html``, Parquet). The
-command is ``lbdviewer audit`` (:mod:`lbdviewer.cli.commands.audit`).
+checkpoint; it runs ``lbdviewer defend``'s tasks too), ``results`` (rows read
+back, text leaked, summaries), ``risk`` (levels and their rule), ``report``
+(summary first, plots, ``index.html``, Parquet), ``handout`` (the PDF) and
+``defences_report`` (measured defences). The commands are ``lbdviewer audit``
+and ``lbdviewer defend`` (:mod:`lbdviewer.cli.commands`).
 """
 
-from lbdviewer.audit.report import read_results, summarise, write_report
+from lbdviewer.audit.report import write_report
+from lbdviewer.audit.results import read_results, summarise
 from lbdviewer.audit.runner import ResultsLog, collect_inputs, default_workers, iter_audit, plan_tasks
 from lbdviewer.audit.tasks import COLUMNS, AuditTask, run_task
 

@@ -25,10 +25,16 @@ The runner does three things and no scheduling of its own:
 
 Workers read their inputs by path: on a cluster, run the workers where the
 paths resolve (the same machine or a shared filesystem).
+
+The same runner serves other batches of one-row tasks: a :class:`TaskKind`
+names the task function, the columns of its table, how a row names its task
+and its file (``lbdviewer defend``: :data:`lbdviewer.defences.tasks.DEFEND`);
+:data:`AUDIT` is the audit's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import hashlib
@@ -36,9 +42,12 @@ import io
 import multiprocessing
 import os
 import signal
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask, feature_file_entries,
                                    is_feature_file, row_key, run_task)
@@ -74,7 +83,8 @@ def collect_inputs(paths):
     Raises
     ------
     ValueError
-        If a glob pattern matches nothing, or no input is left.
+        If a path does not exist, a glob pattern matches nothing, or no input
+        is left (before any work starts).
 
     Examples
     --------
@@ -93,6 +103,8 @@ def collect_inputs(paths):
             matches = sorted(glob.glob(given, recursive=True))
             if not matches:
                 raise ValueError(f"INPUT pattern {given!r} matches no file")
+        elif not os.path.exists(given):
+            raise ValueError(f"INPUT {given!r} does not exist")
         else:
             matches = [given]
         for match in matches:
@@ -141,19 +153,22 @@ class ResultsLog:
     ----------
     folder : str or os.PathLike
         The report folder (created if missing).
+    kind : TaskKind
+        Whose table (default :data:`AUDIT`).
 
     Raises
     ------
     ValueError
-        If an existing ``results.csv`` has other columns than
-        :data:`~lbdviewer.audit.tasks.COLUMNS`.
+        If an existing table has other columns than the kind's
+        (:data:`~lbdviewer.audit.tasks.COLUMNS` for an audit).
     """
 
-    def __init__(self, folder):
+    def __init__(self, folder, *, kind=None):
+        self.kind = kind = AUDIT if kind is None else kind
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / RESULTS
-        header = _csv_line(COLUMNS)
+        self.path = self.folder / kind.results
+        header = _csv_line(kind.columns)
         if self.path.exists():
             _cut_partial_line(self.path)
         if not self.path.exists() or self.path.stat().st_size == 0:
@@ -161,10 +176,10 @@ class ResultsLog:
         with open(self.path, newline="", encoding="utf-8") as file:
             reader = csv.reader(file)
             columns = tuple(next(reader, ()))
-            if columns != COLUMNS:
+            if columns != kind.columns:
                 raise ValueError(f"{str(self.path)!r} has columns {list(columns)}, this lbdviewer writes "
-                                 f"{list(COLUMNS)}: use another REPORT_DIR")
-            self.done = {row_key(dict(zip(COLUMNS, values))) for values in reader if len(values) == len(COLUMNS)}
+                                 f"{list(kind.columns)}: use another REPORT_DIR")
+            self.done = {kind.key(dict(zip(columns, values))) for values in reader if len(values) == len(columns)}
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     def append(self, row, thumbnails=None):
@@ -173,15 +188,17 @@ class ResultsLog:
         Returns the row as written (thumbnail columns filled in).
         """
         row = dict(row)
+        key = self.kind.key(row)
         for kind, png in (thumbnails or {}).items():
-            name = f"{THUMBS}/{_thumb_stem(row_key(row))}-{kind}.png"
+            name = f"{THUMBS}/{_thumb_stem(key)}-{kind}.png"
             (self.folder / THUMBS).mkdir(exist_ok=True)
             atomic_write(self.folder / name, png)
             row[f"thumbnail_{kind}"] = name
-        cells = [row["input"]] + [_cell(row.get(column)) for column in COLUMNS[1:]]  # the input exactly: it is the key
+        columns = self.kind.columns  # the input exactly: it is the key
+        cells = [row[columns[0]]] + [_cell(row.get(column)) for column in columns[1:]]
         os.write(self._fd, _csv_line(cells).encode("utf-8"))
         os.fsync(self._fd)
-        self.done.add(row_key(row))
+        self.done.add(key)
         return row
 
     def close(self):
@@ -219,10 +236,10 @@ def _cut_partial_line(path):
 
 
 def _thumb_stem(key):
-    return hashlib.sha1("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return hashlib.sha1("\0".join(map(str, key)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def iter_audit(tasks, folder, *, workers=None, scheduler=None):
+def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None):
     """Run the tasks not yet in ``folder``'s results, yielding each row as it is recorded.
 
     Parameters
@@ -236,20 +253,23 @@ def iter_audit(tasks, folder, *, workers=None, scheduler=None):
     scheduler : str or distributed.Client, optional
         A Dask scheduler address (``tcp://HOST:PORT``) or a connected client:
         run the tasks on that cluster.
+    kind : TaskKind, optional
+        What the tasks are (default :data:`AUDIT`).
 
     Yields
     ------
     dict
-        Each row as written to ``results.csv``.
+        Each row as written to the kind's table (``results.csv``).
     """
-    with ResultsLog(folder) as log:
+    with ResultsLog(folder, kind=kind) as log:
+        kind = log.kind
         pending = [task for task in tasks if task.key not in log.done]
         if not pending:
             return
         if scheduler is not None:
-            results = _on_dask(pending, scheduler)
+            results = _on_dask(pending, scheduler, kind)
         else:
-            results = _on_local_pool(pending, workers or default_workers())
+            results = _on_local_pool(pending, workers or default_workers(), kind.run, kind.error_row)
         try:
             for row, thumbnails in results:
                 yield log.append(row, thumbnails)
@@ -264,16 +284,48 @@ def _error_row(task, status):
     return row, {}
 
 
-def _on_local_pool(tasks, workers, function=run_task):
+@dataclass(frozen=True)
+class TaskKind:
+    """A batch of one-row tasks: what runs, the table it fills and how a row names its task.
+
+    Attributes
+    ----------
+    run : callable
+        ``task -> (row, thumbnails)``, a pure function of a picklable task
+        that never raises for a bad input.
+    columns : tuple of str
+        The table's columns, in order; the first is the input path.
+    key : callable
+        ``row -> tuple``: the ``key`` of the task that made the row.
+    error_row : callable
+        ``(task, status) -> (row, thumbnails)``: the row of a task whose
+        process died.
+    results : str
+        The table's file name in the report folder.
+    """
+
+    run: Callable
+    columns: tuple
+    key: Callable
+    error_row: Callable
+    results: str = RESULTS
+
+
+#: The audit's tasks (:func:`~lbdviewer.audit.tasks.run_task`), in ``results.csv``.
+AUDIT = TaskKind(run_task, COLUMNS, row_key, _error_row)
+
+
+def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
     """``function(task)`` (default :func:`~lbdviewer.audit.tasks.run_task`) of every task in a local process pool.
 
     Yields the ``(row, thumbnails)`` results in completion order; a task whose
-    process dies twice (see the module notes) yields an error row.
+    process dies twice (see the module notes) yields ``error_row(task, DIED)``.
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
+    context.set_forkserver_preload(list(dict.fromkeys(PRELOAD + [function.__module__])))
+    _start_forkserver()
     queue, suspects = list(reversed(tasks)), []
     while queue:
         pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context,
@@ -283,7 +335,8 @@ def _on_local_pool(tasks, workers, function=run_task):
             while queue or running:
                 while queue and len(running) < workers:
                     task = queue.pop()
-                    running[pool.submit(function, task)] = task
+                    with _interrupt_deferred():  # a worker being started is registered before Ctrl-C stops it
+                        running[pool.submit(function, task)] = task
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 broken = False
                 for future in finished:
@@ -300,15 +353,56 @@ def _on_local_pool(tasks, workers, function=run_task):
                     running = {}
                     break
         finally:
-            if running:  # interrupted: stop the tasks still running, do not wait for them
-                _terminate(pool)
-            pool.shutdown(wait=not running, cancel_futures=True)
+            if running:  # interrupted: stop the tasks still running, then wait for their processes to end
+                _terminate(pool)  # (a worker still starting when this process exits prints a traceback)
+            pool.shutdown(wait=True, cancel_futures=True)
     for task in suspects:  # each alone: only the input that kills its process fails
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_ignore_interrupts) as pool:
             try:
                 yield pool.submit(function, task).result()
             except BrokenProcessPool:
-                yield _error_row(task, DIED)
+                yield error_row(task, DIED)
+
+
+def _start_forkserver():
+    """Start the fork server with Ctrl-C ignored, so that it is never interrupted while it imports :data:`PRELOAD`.
+
+    The fork server ignores Ctrl-C only once its imports are done: a Ctrl-C
+    in the first seconds printed its traceback (forty lines of imports)
+    before "interrupted". The ignored signal is inherited by the server's
+    process (and its workers, which leave Ctrl-C to this one anyway).
+    """
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _interrupt_deferred():
+    """Hold a Ctrl-C that arrives inside the block until the block ends, then raise it.
+
+    Submitting a task may start a worker process; interrupted half-way, the
+    worker was not yet known to the pool, outlived this process and printed
+    a traceback when it could not find the pool's semaphores.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _ignore_interrupts():
@@ -325,19 +419,19 @@ def _terminate(pool):
         process.terminate()
 
 
-def _on_dask(tasks, scheduler):
-    """``(row, thumbnails)`` of every task from a Dask cluster, in completion order."""
+def _on_dask(tasks, scheduler, kind=AUDIT):
+    """``(row, thumbnails)`` of ``kind.run`` on every task from a Dask cluster, in completion order."""
     from distributed import Client, as_completed
 
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout=CONNECT_TIMEOUT)
-    futures = client.map(run_task, tasks, pure=False)
+    futures = client.map(kind.run, tasks, pure=False)
     by_key = {future.key: task for future, task in zip(futures, tasks)}
     try:
         for future in as_completed(futures):
             try:
                 yield future.result()
             except Exception as error:  # noqa: BLE001 - e.g. KilledWorker: the task's row says so
-                yield _error_row(by_key[future.key], f"error: dask: {type(error).__name__}: {error}")
+                yield kind.error_row(by_key[future.key], f"error: dask: {type(error).__name__}: {error}")
             future.release()
     finally:
         client.cancel([future for future in futures if not future.done()])
@@ -345,4 +439,5 @@ def _on_dask(tasks, scheduler):
             client.close()
 
 
-__all__ = ["RESULTS", "THUMBS", "ResultsLog", "collect_inputs", "default_workers", "iter_audit", "plan_tasks"]
+__all__ = ["AUDIT", "RESULTS", "THUMBS", "ResultsLog", "TaskKind", "collect_inputs", "default_workers", "iter_audit",
+           "plan_tasks"]

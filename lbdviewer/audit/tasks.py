@@ -19,11 +19,19 @@ Pearson correlation (gain and offset free), Spearman rank correlation
 (:func:`lbdviewer.evaluation.metrics.rank_correlation`: invariant to any increasing
 brightness map, the natural measure for bits that fix only orderings),
 SSIM after the best gain/offset fit, and, when ``tesseract`` is installed,
-the text OCR reads from the reconstruction and from the original with their
-similarity (:func:`text_similarity`). OCR reads the reconstruction as an
-eavesdropper would see it, stretched without the original (0.5-99.5
-percentiles, :func:`lbdviewer.evaluation.display.display_stretch`); the thumbnail shows
-it beside the original on the original's scale (gain and offset fitted).
+text: the lines of legible text of the original (words OCR reads with a
+confidence of at least :data:`lbdviewer.evaluation.ocr.MIN_CONFIDENCE`,
+:func:`lbdviewer.evaluation.ocr.legible_lines`; ``ocr_original``, lines
+joined by :data:`LINE_SEPARATOR`, and their mean confidence
+``ocr_confidence``; for an original without legible text, the mean
+confidence of what OCR guessed in it) and, for an original that has some, the
+text OCR reads from the reconstruction (``ocr_reconstruction``, its lines
+joined the same way) and its similarity to them (:func:`text_similarity`).
+What OCR guesses in a photo is not text and is not kept. OCR reads the
+reconstruction as an eavesdropper would see it, stretched without the
+original (0.5-99.5 percentiles, :func:`lbdviewer.evaluation.display.display_stretch`);
+the thumbnail shows it beside the original on the original's scale (gain and
+offset fitted).
 
 An image in which the detector finds no keypoint is an ``ok`` row with 0
 keypoints and 0 coverage: its descriptors give nothing away.
@@ -52,7 +60,7 @@ from lbdviewer.features.invert import iter_invert_features
 from lbdviewer.io.images import load_image, to_uint8
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.evaluation.metrics import correlation, rank_correlation, ssim
-from lbdviewer.evaluation.ocr import ocr_text, text_similarity
+from lbdviewer.evaluation.ocr import legible_lines, normalise_text, ocr_text, ocr_words, text_similarity
 
 #: Suffixes read as images (anything else named explicitly is tried as an image too).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
@@ -64,8 +72,10 @@ ENTRY_MARK = "#"
 THUMBNAIL_SIDE = 256
 #: The columns of a result row, in the order ``results.csv`` stores them.
 COLUMNS = ("input", "descriptor", "status", "keypoints", "coverage", "correlation", "rank_correlation",
-           "ssim", "ocr_reconstruction", "ocr_original", "ocr_similarity", "seconds", "worker", "mode",
-           "iterations", "thumbnail_original", "thumbnail_reconstruction")
+           "ssim", "ocr_reconstruction", "ocr_original", "ocr_similarity", "ocr_confidence", "seconds", "worker",
+           "mode", "iterations", "thumbnail_original", "thumbnail_reconstruction")
+#: What separates the lines of legible text of the original in ``ocr_original``.
+LINE_SEPARATOR = " | "
 
 
 @dataclass(frozen=True)
@@ -248,8 +258,8 @@ def _audit(task, row, thumbnails, started):
         if not len(get_model(task.descriptor).detect(original, n_keypoints=task.keypoints)):
             # Nothing to describe, so nothing leaks (extract_features cannot build an empty set yet).
             row.update(keypoints=0, coverage=0.0)
-            thumbnails["original"] = _thumbnail_png(original)
-            thumbnails["reconstruction"] = _thumbnail_png(np.zeros_like(original))
+            thumbnails["original"] = thumbnail_png(original)
+            thumbnails["reconstruction"] = thumbnail_png(np.zeros_like(original))
             return
         features = extract_features(original, task.descriptor, n_keypoints=task.keypoints)
     row["keypoints"] = len(features.keypoints)
@@ -261,15 +271,21 @@ def _audit(task, row, thumbnails, started):
     seen = display_stretch(result.image, mask=covered).image
     # Beside the original, on its scale (the one display rule of lbdviewer.evaluation.display).
     shown = display_stretch(result.image, mask=covered, reference=original).image
-    thumbnails["reconstruction"] = _thumbnail_png(shown)
+    thumbnails["reconstruction"] = thumbnail_png(shown)
     if original is not None:
-        thumbnails["original"] = _thumbnail_png(original)
+        thumbnails["original"] = thumbnail_png(original)
         if covered.sum() >= 2:
             _compare(original, result.image, covered, row)
     if task.ocr and original is not None and shutil.which("tesseract"):
-        row["ocr_original"] = " ".join(ocr_text(original).split())
-        row["ocr_reconstruction"] = " ".join(ocr_text(seen).split())
-        row["ocr_similarity"] = text_similarity(row["ocr_original"], row["ocr_reconstruction"])
+        words = ocr_words(original)
+        lines, confidence = legible_lines(words)
+        row["ocr_original"] = LINE_SEPARATOR.join(lines)  # empty for a photo: what OCR guesses there is no text
+        guesses = [word["confidence"] for word in words if normalise_text(word["text"])]
+        row["ocr_confidence"] = confidence if lines else (float(np.mean(guesses)) if guesses else None)
+        if lines:
+            read = [" ".join(line.split()) for line in ocr_text(seen).splitlines() if line.strip()]
+            row["ocr_reconstruction"] = LINE_SEPARATOR.join(read)
+            row["ocr_similarity"] = text_similarity(" ".join(lines), " ".join(read))
 
 
 def _invert(features, task, started):
@@ -298,7 +314,8 @@ def reference_beside(path):
     return None
 
 
-def _thumbnail_png(image):
+def thumbnail_png(image):
+    """A PNG (bytes) of a gray image in ``[0, 1]``, at most :data:`THUMBNAIL_SIDE` pixels a side."""
     pixels = to_uint8(image)
     scale = THUMBNAIL_SIDE / max(pixels.shape)
     if scale < 1.0:

@@ -27,6 +27,13 @@ scale, placed in a patch of that level. Two modes invert the bits:
     level), the estimates are resized to level-0 pixels, placed at their
     keypoints and averaged where they overlap.
 
+A file that holds only some of the descriptor's bits (``params["bit_positions"]``,
+:meth:`lbdviewer.features.keypoints.FeatureSet.bit_positions`) is inverted
+with the tests of those bits alone. Bits released through randomized response
+(each flipped with a known probability, ``flip_rate``) are read as noisy
+measurements: the joint solve minimises the flip-aware likelihood of
+:class:`lbdviewer.solvers.image.likelihood.BitLikelihood` instead of sign consistency.
+
 Each pattern is first cut down to the square that its fields read
 (:func:`trimmed`): FREAK's patterns share the patch of the largest keypoint,
 which would otherwise count pixels no field reads as covered. Pixels no
@@ -48,9 +55,12 @@ from lbdviewer.features.progress import InversionProgress
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.operators.descriptor import DescriptorOperator, field_bounds
 from lbdviewer.bits import pack_bits
+from lbdviewer.operators.joint.operator import JointOperator
 from lbdviewer.operators.pyramid import PyramidJointOperator, shared_stencils
 from lbdviewer.reconstruction.image import DEFAULT_ITERATIONS, MODES, ImageResult, iter_reconstruct_image
+from lbdviewer.reconstruction.sites import coverage
 from lbdviewer.solvers.image.joint import JointSignConsistency
+from lbdviewer.solvers.image.likelihood import BitLikelihood
 from lbdviewer.solvers.patch.biht import BIHT
 
 #: Default iterations of a feature file's inversion: the grid's, except the joint keypoint solve, which keeps
@@ -67,6 +77,12 @@ PATCH_ESTIMATES = 50
 JOINT_ESTIMATES = 100
 #: Keypoints whose patterns are made between two reports (ORB: ~0.1 s on this kind of machine).
 KEYPOINT_CHUNK = 256
+#: Noise scale and total variation of the flip-aware likelihood (bits released with randomized response).
+#: Measured on camera, ORB, 500 keypoints, 200 iterations, correlation at flip rates 0.38 / 0.27 / 0.12 / 0.02:
+#: noise 0.03 and smoothness 1: 0.81 / 0.88 / 0.88 / 0.89; 3: 0.83 / 0.87 / 0.88 / 0.87; noise 0.1 lower
+#: (sign consistency, which reads every bit as true: 0.69 / 0.76 / 0.84 / 0.90).
+FLIP_NOISE = 0.03
+FLIP_SMOOTHNESS = 2.0
 
 
 def trimmed(keypoint_pattern):
@@ -183,7 +199,7 @@ def iter_keypoint_patterns(features, *, chunk=KEYPOINT_CHUNK):
     """
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    model, keypoints = _model(features), features.keypoints
+    model, keypoints, positions = _model(features), features.keypoints, features.bit_positions()
     cache, shared = {}, {}  # id(model's pattern) -> (that pattern, trimmed); content key -> trimmed
     for start in range(0, len(keypoints), chunk):
         part = keypoints if len(keypoints) <= chunk else keypoints.take(np.arange(start, min(start + chunk,
@@ -197,6 +213,8 @@ def iter_keypoint_patterns(features, *, chunk=KEYPOINT_CHUNK):
                 cut = shared.get(key) if key is not None else None
                 if cut is None:
                     cut = trimmed(replace(kp, origin=(0, 0)))
+                    if positions is not None:
+                        cut = replace(cut, pattern=released_tests(cut.pattern, positions))
                     if uses[id(kp.pattern)] > 1:
                         shared[key] = cut
                 cache[id(kp.pattern)] = (kp.pattern, cut)
@@ -206,13 +224,35 @@ def iter_keypoint_patterns(features, *, chunk=KEYPOINT_CHUNK):
         yield out
 
 
+def released_tests(pattern, positions):
+    """The tests of ``pattern`` at the bit ``positions`` a file holds, in that order (same fields).
+
+    Raises
+    ------
+    ValueError
+        A position past the pattern's tests.
+
+    Examples
+    --------
+    >>> from lbdviewer.patterns.base import Pattern
+    >>> p = Pattern("toy", 8, [[2, 2], [5, 5], [3, 6]], [1, 1, 1], [1, 1, 1], [[0, 1], [1, 2], [2, 0]])
+    >>> released_tests(p, [2, 0]).pairs.tolist()
+    [[2, 0], [0, 1]]
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    if positions.size == 0 or positions.min() < 0 or positions.max() >= pattern.m:
+        raise ValueError(f"bit_positions must lie in 0..{pattern.m - 1} (the {pattern.name} tests), got "
+                         f"{positions.min(initial=0)}..{positions.max(initial=0)}")
+    return pattern.with_pairs(pattern.pairs[positions], thresholds=pattern.thresholds[positions])
+
+
 def _content_key(pattern):
     """A hashable key equal for two patterns with equal fields (arrays by shape, type and bytes)."""
     return tuple((value.shape, value.dtype.str, value.tobytes()) if isinstance(value, np.ndarray) else repr(value)
                  for value in (getattr(pattern, f.name) for f in fields(pattern)))
 
 
-def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.4):
+def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.4, flip_rate=0.0):
     """Reconstruct the image a feature file describes, yielding :class:`InversionProgress`.
 
     Parameters
@@ -226,6 +266,10 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     sparsity : float
         Share of Haar coefficients BIHT keeps (``"patches"``; the joint
         default solver, sign consistency, has no sparsity).
+    flip_rate : float
+        Probability in ``[0, 0.5)`` that each bit was flipped before release
+        (randomized response); above 0 the joint solve reads the bits as noisy
+        measurements (see the module notes). Needs ``mode="joint"``; not for AKAZE.
 
     Yields
     ------
@@ -242,7 +286,7 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     Raises
     ------
     ValueError
-        For a bad mode, iteration count or sparsity.
+        For a bad mode, iteration count, sparsity or flip rate.
 
     Examples
     --------
@@ -259,7 +303,12 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     method = "consistency" if mode == "joint" else "biht"
     iterations = FEATURE_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
     sparsity = check_fraction("sparsity", sparsity)
+    flip_rate = _check_flip_rate(flip_rate, features, mode)
+    if flip_rate:
+        method = "likelihood"
     started = time.perf_counter()
+    if features.descriptor == "akaze" and features.bit_positions() is not None:
+        raise ValueError("an AKAZE file that holds a subset of the bits (params['bit_positions']) cannot be inverted")
     if features.descriptor == "akaze":  # no field pattern: each keypoint alone at its scale, in both modes
         method, items, iterations = "akaze-cell-ranks", iter_invert_akaze(features), 0  # no iterative solve
     else:
@@ -268,8 +317,10 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
         for chunk in iter_keypoint_patterns(features):
             patterns.extend(chunk)
             yield InversionProgress(done=0, total=total, iterations_run=0)  # a point where a caller can stop
-        runner = _joint if mode == "joint" else _patchwise
-        items = runner(features, patterns, int(iterations), sparsity)
+        if mode == "joint":
+            items = _joint(features, patterns, int(iterations), sparsity, flip_rate)
+        else:
+            items = _patchwise(features, patterns, int(iterations), sparsity)
     image = covered = consistency = settings = None
     ran = 0
     for item in items:
@@ -280,22 +331,55 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     params = {"descriptor": features.descriptor, "keypoints": len(features.keypoints), "mode": mode,
               "method": method, "iterations": int(iterations), "sparsity": float(sparsity),
               "image_shape": list(features.image_shape), "solver_settings": settings}
+    if flip_rate:
+        params["flip_rate"] = flip_rate
+    if features.bit_positions() is not None:
+        params["bits_released"] = int(features.n_bits)
     result = ImageResult(image=np.where(covered, np.clip(image, 0.0, 1.0), 0.0), covered=covered, mode=mode,
                          method=method, iterations=int(iterations), solver_bit_consistency=consistency,
                          seconds=time.perf_counter() - started, params=params, iterations_run=int(ran))
     yield InversionProgress(done=1, total=1, image=result.image, result=result, iterations_run=int(ran))
 
 
-def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4):
+def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4, flip_rate=0.0):
     """Reconstruct the image a feature file describes.
 
     Same parameters as :func:`iter_invert_features`; returns its final
     :class:`lbdviewer.reconstruction.image.ImageResult`.
     """
-    for progress in iter_invert_features(features, mode=mode, iterations=iterations, sparsity=sparsity):
+    for progress in iter_invert_features(features, mode=mode, iterations=iterations, sparsity=sparsity,
+                                         flip_rate=flip_rate):
         if progress.result is not None:
             return progress.result
     raise AssertionError("iter_invert_features ended without a result")
+
+
+def _check_flip_rate(flip_rate, features, mode):
+    """``flip_rate`` as a float in ``[0, 0.5)``, or a ValueError naming it (and what cannot take one)."""
+    if isinstance(flip_rate, bool) or not isinstance(flip_rate, (int, float, np.floating)) \
+            or not 0.0 <= flip_rate < 0.5:
+        raise ValueError(f"flip_rate must be a number in [0, 0.5), got {flip_rate!r}")
+    if flip_rate and mode != "joint":
+        raise ValueError(f"flip_rate needs mode 'joint' (the likelihood solves the whole image), got {mode!r}")
+    if flip_rate and features.descriptor == "akaze":
+        raise ValueError("flip_rate is not supported for AKAZE files (their inversion is closed form)")
+    return float(flip_rate)
+
+
+def _joint_solver(operator, bits, iterations, flip_rate):
+    """The joint solver of a feature file's keypoints and what it runs (its ``solver_settings``).
+
+    Sign consistency without oriented margins (sparse keypoints at several
+    scales and angles were not measured with them; the pyramid operator has
+    no oriented kernel), or, for flipped bits, the flip-aware likelihood.
+    """
+    if not flip_rate:
+        solver = JointSignConsistency(operator, bits, iterations=iterations, oriented=False)
+        return solver, solver.settings
+    solver = BitLikelihood(operator, bits, noise=FLIP_NOISE, smoothness=FLIP_SMOOTHNESS, flip_rate=flip_rate,
+                           iterations=iterations)
+    return solver, {"solver": "BitLikelihood", "iterations": iterations, "flip_rate": flip_rate,
+                    "noise": FLIP_NOISE, "smoothness": FLIP_SMOOTHNESS}
 
 
 def _patchwise(features, patterns, iterations, sparsity):
@@ -402,26 +486,24 @@ def _pyramid_operator(features, patterns, stencils):
                                 [kp.origin for kp in patterns], [kp.pattern for kp in patterns], stencils=stencils)
 
 
-def _pyramid_joint(features, patterns, operator, iterations):
-    """Sign consistency through the :class:`lbdviewer.operators.pyramid.PyramidJointOperator` ``operator``.
+def _solve_joint(operator, bits, iterations, flip_rate, covered, crop=(slice(None), slice(None))):
+    """Run :func:`_joint_solver` on ``operator``, then yield ``(image, covered, consistency, run, settings)``.
 
     It reports every iteration (a point where a caller can stop), with the
-    estimate every 1/:data:`JOINT_ESTIMATES` of the budget and at the end.
+    estimate (cut to ``crop``) every 1/:data:`JOINT_ESTIMATES` of the budget and at the end.
     """
     estimate_every = max(1, iterations // JOINT_ESTIMATES)
     state = None
-    # Oriented margins need every site's bits to show one ramp on one grid; sparse keypoints at several
-    # scales and angles were not measured with them, and the pyramid operator has no oriented kernel.
-    solver = JointSignConsistency(operator, features.bits(), iterations=iterations, oriented=False)
+    solver, settings = _joint_solver(operator, bits, iterations, flip_rate)
     for state in solver.steps():
         done = state.iteration
-        image = np.clip(state.x[0], 0.0, 1.0) if done % estimate_every == 0 or state.finished else None
+        image = np.clip(state.x[0][crop], 0.0, 1.0) if done % estimate_every == 0 or state.finished else None
         yield InversionProgress(done=done, total=iterations, image=image, iterations_run=done)
-    yield (np.asarray(state.x[0], dtype=np.float64), _covered(features.image_shape, patterns),
-           float(state.bit_consistency[0]), int(state.iteration), solver.settings)
+    yield (np.asarray(state.x[0][crop], dtype=np.float64), covered, float(state.bit_consistency[0]),
+           int(state.iteration), settings)
 
 
-def _joint(features, patterns, iterations, sparsity):
+def _joint(features, patterns, iterations, sparsity, flip_rate):
     height, width = features.image_shape
     if not patterns:
         yield np.zeros((height, width)), np.zeros((height, width), dtype=bool), None, 0, None
@@ -431,7 +513,8 @@ def _joint(features, patterns, iterations, sparsity):
     operator = _pyramid_operator(features, patterns, stencils)
     if operator is not None:
         yield InversionProgress(done=0, total=iterations, iterations_run=0)
-        yield from _pyramid_joint(features, patterns, operator, iterations)
+        yield from _solve_joint(operator, features.bits(), iterations, flip_rate,
+                                _covered(features.image_shape, patterns))
         return
     mapped = [level0_pattern(kp) for kp in patterns]  # level-0 keypoints keep shared patterns shared
     level0 = [pattern for pattern, _ in mapped]
@@ -442,6 +525,12 @@ def _joint(features, patterns, iterations, sparsity):
     right = max(0, int((origins[:, 1] + sizes).max()) - width)
     shape = (height + top + bottom, width + left + right)
     crop = (slice(top, top + height), slice(left, left + width))
+    if flip_rate:  # the flip-aware likelihood on the joint operator of the level-0 patterns
+        sites = origins + [top, left]
+        covered = coverage(shape, sites, sizes)[crop] > 0
+        yield from _solve_joint(JointOperator(shape, sites, level0), features.bits(), iterations, flip_rate,
+                                covered, crop)
+        return
     for progress in iter_reconstruct_image(pack_bits(features.bits()), origins + [top, left], level0,
                                            shape=shape, mode="joint", iterations=iterations,
                                            sparsity=sparsity):

@@ -6,7 +6,7 @@ A :class:`FeatureSet` is what a feature file holds (:mod:`lbdviewer.features.npz
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,9 +19,10 @@ __all__ = ["CONTEXT_PARAMS", "FORMAT", "KEYPOINT_COLUMNS", "VERSION", "FeatureSe
 FORMAT = "lbdviewer-features"
 VERSION = 1
 KEYPOINT_COLUMNS = ("x", "y", "size", "angle", "octave", "response")
-#: Keys of a feature file's ``params`` that record where the features came from, not how the descriptor was
-#: parameterised: the library's version and the SHA-256 (hex) of the image file they were extracted from.
-CONTEXT_PARAMS = ("library", "image_sha256")
+#: Keys of a feature file's ``params`` that record where the features came from and what was done to them, not
+#: how the descriptor was parameterised: the library's version, the SHA-256 (hex) of the image file they were
+#: extracted from, the defences applied (:mod:`lbdviewer.defences`) and the descriptor bits a file releases.
+CONTEXT_PARAMS = ("library", "image_sha256", "defences", "bit_positions")
 
 
 def model_params(params):
@@ -171,6 +172,37 @@ class FeatureSet:
         unpacked = np.unpackbits(self.descriptors, axis=1, count=self.n_bits, bitorder=self.bitorder)
         return (2 * unpacked.astype(np.int8) - 1).astype(np.int8)
 
+    def bit_positions(self):
+        """Which of the descriptor's bits the file holds, in order (``params["bit_positions"]``), or None: all.
+
+        A file that releases a subset of the bit positions (:func:`lbdviewer.defences.transforms.keep_bits`)
+        names them, so its ``n_bits`` bits can be read as tests of the full descriptor.
+
+        Examples
+        --------
+        >>> fs = FeatureSet("orb", {"bit_positions": [3, 7]}, (64, 64), Keypoints([32.0], [32.0]),
+        ...                 np.zeros((1, 1), np.uint8), 2, "little")
+        >>> fs.bit_positions().tolist(), fs.model_params()
+        ([3, 7], {})
+        """
+        positions = self.params.get("bit_positions")
+        return None if positions is None else np.array(positions, dtype=np.int64)
+
+    def take(self, index):
+        """The features of the keypoints selected by an integer or boolean ``index`` (same params).
+
+        Examples
+        --------
+        >>> fs = FeatureSet("orb", {}, (64, 64), Keypoints([30.0, 32.0], [32.0, 30.0]),
+        ...                 np.array([[1] * 32, [2] * 32], np.uint8), 256, "little")
+        >>> kept = fs.take([1])
+        >>> kept.keypoints.x.tolist(), kept.descriptors[:, 0].tolist()
+        ([32.0], [2])
+        """
+        index = np.asarray(index)
+        return replace(self, keypoints=self.keypoints.take(index),
+                       descriptors=np.ascontiguousarray(self.descriptors[index]))
+
 
 def validate(features):
     """Raise ValueError naming the first inconsistency in ``features``."""
@@ -207,6 +239,13 @@ def validate(features):
         )
     if np.any(kp.size <= 0):
         raise ValueError(f"keypoint sizes must be positive, got min {kp.size.min()}")
+    positions = features.params.get("bit_positions")
+    if positions is not None:
+        values = np.asarray(positions)
+        if (values.shape != (n_bits,) or not np.issubdtype(values.dtype, np.integer) or np.any(values < 0)
+                or len(np.unique(values)) != n_bits):
+            raise ValueError(f"params['bit_positions'] must be {n_bits} distinct non-negative integers (one per "
+                             f"bit), got {str(positions)[:80]}")
     desc = np.asarray(features.descriptors)
     expected = (len(kp), (n_bits + 7) // 8)
     if desc.dtype != np.uint8 or desc.shape != expected:

@@ -26,6 +26,8 @@ from PyQt6.QtWidgets import QLabel, QMainWindow, QMessageBox
 
 from lbdviewer.gui import preferences
 from lbdviewer.gui.controls import ParametersPanel
+from lbdviewer.gui.defence_actions import DefenceActions
+from lbdviewer.gui.defence_panel import DefencePanel
 from lbdviewer.gui.documents import DEFAULT_SAMPLE, DocumentActions
 from lbdviewer.gui.export_actions import Exporter
 from lbdviewer.gui.help import about_html, shortcuts_html, show_text_dialog
@@ -44,7 +46,7 @@ DEBOUNCE_MS = 250
 PATCH_DEBOUNCE_MS = 60
 
 
-class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
+class MainWindow(WindowLayout, DocumentActions, RunActions, DefenceActions, QMainWindow):
     """The lbdviewer main window.
 
     Parameters
@@ -105,6 +107,12 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
         self._add_dock("pattern", "Patch and pattern", self.pattern_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self._add_dock("live", "Live reconstruction", self.live, Qt.DockWidgetArea.RightDockWidgetArea)
         self._add_dock("whole", "Whole image", self.whole, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.defence_panel = DefencePanel()
+        self._defence_image = None
+        self._add_dock("defence", "Defence", self.defence_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.docks["whole"], self.docks["defence"])
+        self.docks["defence"].hide()  # View > Defence shows it, tabbed with the whole image
+        self.docks["whole"].raise_()
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
 
@@ -115,6 +123,7 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
         self.describer = JobRunner(self, pool=self.pools["tasks"], interval=0.0)
         self.keypoint_runner = JobRunner(self, pool=self.pools["tasks"], interval=0.0)
         self.metrics_runner = JobRunner(self, pool=self.pools["tasks"], interval=0.0)
+        self.defence_runner = JobRunner(self, pool=self.pools["defence"], interval=0.1)
         self.exports = Exporter(self)
         self.parameter_timer = self._single_shot(DEBOUNCE_MS, self.rebuild)
         self.patch_timer = self._single_shot(PATCH_DEBOUNCE_MS, self.restart_live)
@@ -186,6 +195,7 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
         self.metrics_runner.progressed.connect(self._on_metrics)
         self.metrics_runner.finished.connect(self._on_metrics_finished)
         self.metrics_runner.failed.connect(lambda message: self.show_error("Could not compute the metrics", message))
+        self._connect_defence()
 
     def _update_actions(self):
         """Offer an action only when it applies (an export only when there is something to export)."""
@@ -221,6 +231,7 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
     # -- the session -> the panels ------------------------------------------------------
     def _on_session_changed(self, name, value):
         if name == "image":
+            self._defence_document_changed()
             self.presenter.show_image()
             title = self.session.name if self.session.mode != "features" else \
                 self.session.short_name(self.session.features_source)
@@ -256,7 +267,7 @@ class MainWindow(WindowLayout, DocumentActions, RunActions, QMainWindow):
 
     def _runners(self):
         return (self.live_runner, self.whole_runner, self.loader, self.describer, self.keypoint_runner,
-                self.metrics_runner, *self.exports.runners())
+                self.metrics_runner, self.defence_runner, *self.exports.runners())
 
     def shutdown(self):
         """Stop every job and wait for the worker threads."""

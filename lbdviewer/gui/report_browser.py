@@ -25,7 +25,7 @@ from PyQt6.QtGui import QPixmap
 from PyQt6.QtWidgets import (QAbstractItemView, QDialog, QFileDialog, QFormLayout, QHBoxLayout, QHeaderView,
                              QLabel, QPushButton, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from lbdviewer.audit.report import is_legible, is_ok, leak_order, read_results
+from lbdviewer.audit.results import is_legible, is_ok, leak_order, read_results
 
 #: Side (pixels) the thumbnails are enlarged towards, by an integer factor.
 VIEW_SIDE = 256

@@ -223,6 +223,29 @@ class Session:
         """An image is open (not only a feature file's keypoints on an empty canvas)."""
         return self.image is not None and (self.mode != "features" or self.pairing is not None)
 
+    def defence_inputs(self):
+        """``(features, image, reason)`` a defence preview starts from (:mod:`lbdviewer.defences.preview`).
+
+        The features shown (a library descriptor's of the open image, or the
+        feature file's) and the image they describe: the open image, or the
+        feature file's original when it is paired as such (None otherwise:
+        an image only *compared* with the file is not what it describes).
+        Without features, ``reason`` says why.
+
+        Examples
+        --------
+        >>> Session().defence_inputs()[2]
+        "defences apply to a library descriptor's features or a feature file: choose ORB, BEBLID, ... or open a feature file"
+        """
+        if self.mode == "features":
+            return self.features, (self.image if self.pairing == "original" else None), None
+        if self.mode == "library":
+            if self.library is None:
+                return None, None, "the library is still describing the image"
+            return self.library.features, self.image, None
+        return None, None, ("defences apply to a library descriptor's features or a feature file: choose ORB, "
+                            "BEBLID, ... or open a feature file")
+
     @property
     def name(self):
         """The document's short name (file name or sample name)."""

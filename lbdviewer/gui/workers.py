@@ -34,8 +34,9 @@ from PyQt6.QtCore import QObject, QThreadPool, pyqtSignal
 from superqt.utils import create_worker
 
 #: Threads of each pool: the live solver (one job at a time; a paused job keeps its thread), the whole
-#: image (one job), loading files (one), and short tasks (metrics, keypoint views, exports).
-POOL_SIZES = {"live": 1, "whole": 1, "load": 1, "tasks": 2}
+#: image (one job), loading files (one), short tasks (metrics, keypoint views, exports) and a defence's preview
+#: (one inversion).
+POOL_SIZES = {"live": 1, "whole": 1, "load": 1, "tasks": 2, "defence": 1}
 
 
 @dataclass(frozen=True)

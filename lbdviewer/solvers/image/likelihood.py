@@ -26,6 +26,18 @@ optional squared hinge (``hinge_weight``) makes hybrids of the two losses;
 the mask :math:`K` of bits kept lets a driver drop the bits that are not decisive
 (:class:`lbdviewer.solvers.image.joint.JointLikelihood`). The optimiser is
 :class:`SignConsistency`'s projected L-BFGS.
+
+Bits released through randomized response (:func:`lbdviewer.defences.transforms.randomized_response`)
+were each flipped with a known probability :math:`p`. Since :math:`\rho` is
+the negative log of :math:`G(z) = e^{-\rho(z)}`, an increasing function from
+0 to 1, the probability of reading the bit as released is :math:`p + (1 - 2p)
+G(z)`, and ``flip_rate`` replaces :math:`\rho` by
+
+.. math::
+    \rho_p(z) = -\log\big(p + (1 - 2p)\, e^{-\rho(z)}\big),
+
+which is :math:`\rho` for :math:`p = 0` and bounded by :math:`-\log p`: a bit
+the image contradicts costs at most that much, however far off it is.
 """
 
 from __future__ import annotations
@@ -55,6 +67,10 @@ class BitLikelihood(SignConsistency):
         :math:`K`, the bits counted (default all; packed as the bits are).
     logistic_weight, hinge_weight : float
         :math:`\\lambda_\\ell` and :math:`\\lambda_h` (default: the likelihood alone).
+    flip_rate : float
+        :math:`p` in ``[0, 0.5)``: the probability that a bit was flipped before
+        release (see the module notes); 0 by default. Above 0 the loss is
+        evaluated through ``forward`` and ``adjoint`` (no fused pass).
     margin : float or array_like
         :math:`\\delta` of the hinge (see :class:`SignConsistency`).
     smoothness : float
@@ -77,8 +93,11 @@ class BitLikelihood(SignConsistency):
     """
 
     def __init__(self, operator, bits, *, noise=DEFAULT_NOISE, keep=None, logistic_weight=1.0, hinge_weight=0.0,
-                 margin=DEFAULT_MARGIN, smoothness=DEFAULT_LIKELIHOOD_SMOOTHNESS, **options):
+                 margin=DEFAULT_MARGIN, smoothness=DEFAULT_LIKELIHOOD_SMOOTHNESS, flip_rate=0.0, **options):
         super().__init__(operator, bits, margin=margin, smoothness=smoothness, **options)
+        if not 0.0 <= flip_rate < 0.5:
+            raise ValueError(f"flip_rate must be in [0, 0.5), got {flip_rate!r}")
+        self.flip_rate = float(flip_rate)
         noise = np.asarray(noise, dtype=np.float32)
         if not (noise.size and np.all(noise > 0) and np.all(np.isfinite(noise))):
             raise ValueError(f"noise must be positive and finite, got {noise!r}")
@@ -107,7 +126,7 @@ class BitLikelihood(SignConsistency):
 
     def _data_term(self, image):
         """The weighted loss at ``image``: its value, gradient (an image) and share of bits reproduced."""
-        if callable(getattr(self.operator, "bit_likelihood", None)):
+        if not self.flip_rate and callable(getattr(self.operator, "bit_likelihood", None)):
             value, gradient, agree = self.operator.bit_likelihood(
                 image, self._targets, self._keep_targets, self.margin, self.inverse_noise,
                 hinge_weight=self.hinge_weight, logistic_weight=self.logistic_weight, atol=self.atol)
@@ -120,10 +139,15 @@ class BitLikelihood(SignConsistency):
         kept = np.unpackbits(self.keep, axis=1, count=values.shape[-1], bitorder="little")
         z = sign * values * inverse_noise
         root = np.sqrt(1.0 + z * z)
+        loss, slope = 0.5 * (root - z), 0.5 * (1.0 - z / root)  # rho(z) and -rho'(z)
+        if self.flip_rate:
+            p = self.flip_rate
+            kept_as_read = (1.0 - 2.0 * p) * np.exp(-loss)
+            read = p + kept_as_read
+            loss, slope = -np.log(read), slope * kept_as_read / read
         strict = ~positive if self.tie_positive else positive  # the side taking ties needs no margin
         residual = np.maximum(np.where(strict, self.margin[rows], 0.0) - sign * values, 0.0)
-        value = float(np.sum(kept * (self.logistic_weight * 0.5 * (root - z) + self.hinge_weight * residual ** 2)))
-        step = -sign * kept * (self.logistic_weight * inverse_noise * 0.5 * (1.0 - z / root)
-                               + 2.0 * self.hinge_weight * residual)
+        value = float(np.sum(kept * (self.logistic_weight * loss + self.hinge_weight * residual ** 2)))
+        step = -sign * kept * (self.logistic_weight * inverse_noise * slope + 2.0 * self.hinge_weight * residual)
         reproduced = values >= -self.atol if self.tie_positive else values > self.atol
         return value, self.operator.adjoint(step.astype(np.float32)), float(np.mean(reproduced == positive))
