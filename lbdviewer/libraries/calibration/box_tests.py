@@ -204,13 +204,14 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
     integrals = np.stack(integrals)
     which = np.repeat(np.arange(n_images), len(xs))
     kx, ky = np.tile(xs, n_images), np.tile(ys, n_images)
+    stride = integrals.shape[2]  # flat indices into all integral images: one gather a corner
+    cells = integrals.ravel()
+    origin = which * integrals[0].size + (ky - half) * stride + (kx - half)  # patch pixel (0, 0) of each sample
 
     def sums(u, v, r, rows=slice(None)):  # (S, M) sums over boxes centred at patch pixel (u, v) of each bit
-        x, y = kx[rows, None] + u[None, :] - half, ky[rows, None] + v[None, :] - half
-        img = which[rows, None]
-        x0, x1, y0, y1 = x - r, x + r + 1, y - r, y + r + 1
-        return (integrals[img, y1, x1] - integrals[img, y0, x1] - integrals[img, y1, x0]
-                + integrals[img, y0, x0])
+        centre = origin[rows, None] + (v * stride + u)[None, :]
+        return (cells.take(centre + ((r + 1) * stride + r + 1)) - cells.take(centre + (r + 1 - r * stride))
+                - cells.take(centre + ((r + 1) * stride - r)) + cells.take(centre - (r * stride + r)))
 
     # candidates: per radius, the darkest box (box 1: bit 1 when it is dark) and the brightest (box 2)
     candidates = []
