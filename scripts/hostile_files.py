@@ -16,7 +16,10 @@ FileStorage, FIFO and calibration-cache cases (issue #24):
   parse) with ``invert --list``; ``--timing`` also times both loads in this process (best of 5);
 * ``block-64mb.yml``, ``flow-64mb.yml``, ``flow-64mb.json``, ``text-64mb.xml``: 64 MB of keypoint
   numbers (a block sequence of rows, one flow sequence, JSON, XML text), given to ``invert``;
-* ``over-64mb.yml``: one byte over the size limit; ``fifo.yml``, ``fifo.npz``: named pipes;
+* ``over-64mb.yml``: 64 MB of nothing; ``fifo.yml``, ``fifo.npz``: named pipes;
+* ``cap-40mb.yml``, ``cap-40mb.json``, ``cap-40mb.xml``: just under the 40 MB size cap, 10,000 keypoints (the
+  default limit) and a 10,000 x 1024 descriptor matrix: allowed by every limit, so read to the end (the
+  bounded worst case), then refused for its width;
 * ``cache-*``: ``verify-model --descriptor beblid`` with its BEBLID cache entry replaced by a FIFO, a
   symbolic link to one, a 3 GB zip bomb, TEBLID's entry, or its own rows permuted with the checksum
   recomputed (each is recomputed with a one-line note); ``verify-model-all``: every descriptor.
@@ -191,14 +194,50 @@ def make_filestorage_files(folder):
                    "100. 100. 31. 0. 0. 0 -1\n", size, "</keypoints></opencv_storage>\n")
     with open(folder / "over-64mb.yml", "wb") as handle:
         handle.truncate(64 * 2**20 + 1)
+    write_at_cap(folder)
     for name in ("fifo.yml", "fifo.npz"):
         os.mkfifo(folder / name)
     out = str(folder / "out.png")
     commands = {name: ["invert", str(folder / name), "-o", out]
                 for name in ("block-64mb.yml", "flow-64mb.yml", "flow-64mb.json", "text-64mb.xml", "over-64mb.yml",
-                             "fifo.yml", "fifo.npz")}
+                             "cap-40mb.yml", "cap-40mb.json", "cap-40mb.xml", "fifo.yml", "fifo.npz")}
     commands.update({name: ["invert", str(folder / name), "--list"] for name in ("orb-10k.yml", "orb-10k.json")})
     return commands
+
+
+def write_at_cap(folder, keypoints=10_000, width=1024):
+    """``cap-40mb.*``: files just under the size cap that the default limits let through to the end of the parse.
+
+    ``keypoints`` keypoints (the default limit) and a ``keypoints x width`` descriptor matrix (the widest a file
+    may declare) whose values are widened to three digits until the file reaches the cap: everything is read
+    and converted, then the width is refused.
+    """
+    from lbdviewer.features.filestorage.parser import MAX_FILE_BYTES
+
+    points = [(20 + i % 400, 20 + i // 400) for i in range(keypoints)]
+    layouts = {  # head, separator, tail
+        "yml": ("%YAML:1.0\n---\nimage_size: [ 512, 512 ]\nkeypoints:\n"
+                + "".join(f"   - [ {x}., {y}., 31., 0., 0., 0, -1 ]\n" for x, y in points)
+                + f"descriptors: !!opencv-matrix\n   rows: {keypoints}\n   cols: {width}\n   dt: u\n   data: [ ",
+                ", ", " ]\n"),
+        "json": ('{"image_size": [512, 512], "keypoints": ['
+                 + ", ".join(f"{x}.0, {y}.0, 31.0, 0.0, 0.0, 0, -1" for x, y in points)
+                 + f'], "descriptors": {{"type_id": "opencv-matrix", "rows": {keypoints}, "cols": {width}, '
+                 '"dt": "u", "data": [', ", ", "]}}\n"),
+        "xml": ('<?xml version="1.0"?>\n<opencv_storage><image_size>512 512</image_size><keypoints>'
+                + " ".join(f"{x}. {y}. 31. 0. 0. 0 -1" for x, y in points)
+                + f'</keypoints><descriptors type_id="opencv-matrix"><rows>{keypoints}</rows><cols>{width}</cols>'
+                "<dt>u</dt><data>", " ", "</data></descriptors></opencv_storage>\n"),
+    }
+    for suffix, (head, separator, tail) in layouts.items():
+        narrow = len(head) + len(tail) + keypoints * width * (1 + len(separator)) - len(separator)
+        wide = min(width, (MAX_FILE_BYTES - 4096 - narrow) // keypoints // 2)  # three-digit values a row
+        row = separator.join(["177"] * wide + ["7"] * (width - wide))
+        with open(folder / f"cap-40mb.{suffix}", "w") as handle:
+            handle.write(head)
+            for k in range(keypoints):
+                handle.write(row if k == 0 else separator + row)
+            handle.write(tail)
 
 
 def _cache_entry(folder, flavour, bits=512):

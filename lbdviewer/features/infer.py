@@ -44,7 +44,6 @@ import math
 import numpy as np
 
 from lbdviewer.features.consistency import library_bit_consistency
-from lbdviewer.features.invert import invert_features
 from lbdviewer.features.keypoints import FeatureSet, model_params
 from lbdviewer.libraries.registry import DESCRIPTORS, get_model
 
@@ -195,6 +194,8 @@ def candidate_agreements(features, candidates, *, sample=SAMPLE_KEYPOINTS, itera
         ``(name, params, agreement)`` of the candidates scored, best first
         (NaN, last, where the library described none of the sample).
     """
+    from lbdviewer.features.invert import invert_features  # the solvers load only when a sample is inverted
+
     index = _sample(len(features.keypoints), sample)
     out = []
     for name, params in candidates:

@@ -1,5 +1,7 @@
 """Feature files in OpenCV's FileStorage formats: what cv2.FileStorage writes loads, ours reads back in cv2."""
 
+import json
+
 import cv2
 import numpy as np
 import pytest
@@ -88,6 +90,10 @@ def test_our_files_read_back_exactly_and_in_cv2(tmp_path, orb_output, suffix):
     assert flat.size() == 7 * len(keypoints) and flat.at(7).real() == keypoints[1].pt[0]
     assert storage.getNode("descriptor").string() == "orb"
     storage.release()
+    save_features(tmp_path / "named.txt", original, fmt="json")  # a format given for a suffix that says none
+    assert json.loads((tmp_path / "named.txt").read_text())["descriptor"] == "orb"
+    with pytest.raises(ValueError, match="format 'xml' contradicts the suffix"):
+        save_features(tmp_path / "other.json", original, fmt="xml")
 
 
 def test_hand_written_files_in_the_cv_write_layout(tmp_path):

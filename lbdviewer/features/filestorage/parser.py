@@ -23,12 +23,12 @@ import os
 import re
 
 from lbdviewer.features.filestorage.flow import parse_flow, parse_json
-from lbdviewer.features.filestorage.values import ITEM_BYTES, Budget, check_string, finish_sequence, item_size
-from lbdviewer.features.filestorage.values import scalar
+from lbdviewer.features.filestorage.values import (ITEM_BYTES, Budget, check_string, finish_sequence, item_size,
+                                                   scalar)
 from lbdviewer.features.filestorage.xml_stream import parse_xml
 from lbdviewer.io.files import read_regular
 
-__all__ = ["FORMATS", "MAX_FILE_BYTES", "SUFFIXES", "format_of", "parse_yaml", "read_tree", "scalar"]
+__all__ = ["FORMATS", "MAX_FILE_BYTES", "SUFFIXES", "default_budget", "format_of", "parse_yaml", "read_tree"]
 
 #: File suffixes read and written as FileStorage, and their format.
 SUFFIXES = {".yml": "yaml", ".yaml": "yaml", ".xml": "xml", ".json": "json"}

@@ -175,7 +175,7 @@ def bisect_thresholds(describe, boxes, low, high, *, scale, half=16, canvas=2048
         mids = (low + high) // 2
         for start in range(0, open_bits.size, per_side * per_side):
             chunk = open_bits[start:start + per_side * per_side]
-            image = np.full((canvas, canvas), BASE, dtype=np.int64)
+            image = np.full((canvas, canvas), BASE, dtype=np.int16)  # BASE plus deltas in [-128, 127]
             slots = np.arange(len(chunk))
             cx = border + (slots % per_side) * pitch + reach // 2
             cy = border + (slots // per_side) * pitch + reach // 2
