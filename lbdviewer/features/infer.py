@@ -45,6 +45,7 @@ import numpy as np
 
 from lbdviewer.features.consistency import library_bit_consistency
 from lbdviewer.features.keypoints import FeatureSet, model_params
+from lbdviewer.io.limits import check_pixels
 from lbdviewer.libraries.registry import DESCRIPTORS, get_model
 
 __all__ = ["AUTO", "CANDIDATES", "CHANCE_AGREEMENT", "DECISIVE_AGREEMENT", "SAMPLE_KEYPOINTS", "agreement_check",
@@ -252,7 +253,7 @@ def _choose_descriptor(entry, shape, given):
     return best[0], best[1], record
 
 
-def settle(entry, *, descriptor=None, image_shape=None):
+def settle(entry, *, descriptor=None, image_shape=None, max_pixels=None):
     """The :class:`~lbdviewer.features.keypoints.FeatureSet` of a file entry, what it does not say filled in.
 
     Parameters
@@ -263,6 +264,9 @@ def settle(entry, *, descriptor=None, image_shape=None):
         (see the module notes). A name the file contradicts is an error.
     image_shape : (int, int), optional
         ``(height, width)``; an image size the file contradicts is an error.
+    max_pixels : int, optional
+        Limit on the image size settled (:func:`lbdviewer.io.limits.check_pixels`),
+        checked before any sample is inverted.
 
     Returns
     -------
@@ -287,6 +291,7 @@ def settle(entry, *, descriptor=None, image_shape=None):
         shape, size_source = extent_shape(entry.keypoints), "keypoint extent"
         notes.append(f"the file does not give the image size: {shape[1]}x{shape[0]} is taken from the keypoints' "
                      "extent (give --image-size WIDTHxHEIGHT if you know it)")
+    check_pixels(*shape, where, limit=max_pixels)
     name, params, choice = _choose_descriptor(entry, shape, descriptor)
     if choice["method"] == "sample inversion":
         notes.append(f"the file does not name its descriptor: {label(name, params)} explains a sample of its bits "

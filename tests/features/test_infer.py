@@ -106,3 +106,21 @@ def test_a_brisk_file_read_as_beblid_warns_and_the_record_says_so(tmp_path, imag
     assert "teblid-512" in check["unscored"]  # decided once BRISK explained the bits: TEBLID is never calibrated
     assert main(["invert", str(path), "-o", str(tmp_path / "p.png"), "--iterations", "30", "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err  # inferred: brisk, and its bits agree
+
+
+def test_an_image_size_over_the_limit_is_refused_before_any_inference(tmp_path, monkeypatch):
+    from lbdviewer.features import infer
+    from lbdviewer.io.limits import ResourceLimitError
+
+    def never(*args, **kwargs):
+        raise AssertionError("a sample was inverted before the image size was checked")
+
+    monkeypatch.setattr(infer, "candidate_agreements", never)
+    path = tmp_path / "far.yml"  # ORB-shaped keypoints, 32 bytes, no size, no name: several candidates remain
+    path.write_text("keypoints:\n   - [ 40., 40., 31., 0., 0., 0, -1 ]\n   - [ 5000., 4000., 31., 0., 0., 0, -1 ]\n"
+                    "descriptors: !!opencv-matrix\n   rows: 2\n   cols: 32\n   dt: u\n   data: [ "
+                    + ", ".join(["7"] * 64) + " ]\n")
+    with pytest.raises(ResourceLimitError, match="declares 5032 x 4032 = "):
+        load_features(path, max_pixels=1_000_000)  # the keypoints' extent: 5032 x 4032
+    with pytest.raises(ResourceLimitError, match="declares 3000 x 3000 = "):
+        load_features(path, image_shape=(3000, 3000), max_pixels=1_000_000)
