@@ -156,3 +156,25 @@ def test_extract_never_writes_more_keypoints_than_asked(tmp_path, monkeypatch, c
     weakest_kept = features.keypoints.response.min()
     dropped = one_too_many(Model(), image, n_keypoints=20)
     assert weakest_kept >= np.sort(dropped.response)[0]  # the weakest was the one dropped
+
+
+@pytest.mark.parametrize("suffix", [".yml", ".xml", ".json"])
+def test_a_matrix_is_bounded_by_what_it_declares_in_every_format(tmp_path, suffix):
+    import cv2
+
+    def write(path, descriptors):
+        storage = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+        storage.startWriteStruct("keypoints", cv2.FileNode_SEQ | cv2.FileNode_FLOW)
+        for value in [40.0, 40.0, 31.0, 0.0, 0.0, 0, -1] * len(descriptors):
+            storage.write("", value)
+        storage.endWriteStruct()
+        storage.write("descriptors", descriptors)
+        storage.release()
+
+    path = tmp_path / f"wide{suffix}"  # 200 keypoints, 128-byte rows: 25,600 values, more than one sequence holds
+    write(path, np.full((200, 128), 201, np.uint8))
+    with pytest.raises(ValueError, match="no modelled descriptor has 128 bytes a row"):  # read whole, then refused
+        load_features(path, max_keypoints=200)  # a sequence: 64 values a keypoint; a matrix: 1024 a row
+    write(path, np.full((200, 128), 201, np.int32) + np.eye(200, 128, dtype=np.int32) * 99)
+    with pytest.raises(ValueError, match=r"binary descriptors are bytes \(dt 'u'\), got dt 'i'"):
+        load_features(path, max_keypoints=200)
