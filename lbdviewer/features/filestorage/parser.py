@@ -242,7 +242,7 @@ class _Yaml:
         return finish_sequence(items)
 
     def value(self, rest, indent, number, depth, *, in_mapping, matrix=None, end=None):
-        """The node whose text starts with ``rest``, the end of line ``number`` (at ``end`` in the text if known)."""
+        """The node ``rest`` (the end of line ``number``, at ``end`` in the text when known) starts."""
         tag = None
         if rest.startswith("!"):
             tag, _, rest = rest.partition(" ")
@@ -279,10 +279,11 @@ class _Yaml:
         where :meth:`_Lines.take_flow` finds its end; otherwise its lines are joined (:meth:`flow_text`).
         """
         where, depth = f"from line {number}", _depth(rest)
-        stop = end if depth <= 0 else (self.lines.take_flow(depth) if end is not None and self.lines.current
-                                       else None)
-        if end is not None and stop is not None:
-            return parse_flow(self.lines.text, self.budget, where, matrix=matrix, start=end - len(rest), stop=stop)
+        if end is not None:
+            stop = end if depth <= 0 else (self.lines.take_flow(depth) if self.lines.current is not None else None)
+            if stop is not None:
+                return parse_flow(self.lines.text, self.budget, where, matrix=matrix, start=end - len(rest),
+                                  stop=stop)
         return parse_flow(self.flow_text(rest, number), self.budget, where, matrix=matrix)
 
     def flow_text(self, rest, number):
@@ -313,7 +314,7 @@ def _strip_comment(line):
     return line
 
 
-_KEY = re.compile(r"([^:\s][^:]*?)\s*:(?:\s+|$)")  # the white space after the colon too: the value is not copied again
+_KEY = re.compile(r"([^:\s][^:]*?)\s*:(?:\s+|$)")  # the spaces after the colon too: the value is not copied again
 
 
 def _key_split(text):
