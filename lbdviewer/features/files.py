@@ -7,7 +7,6 @@ from lbdviewer.features.filestorage.reader import file_entries, read_entries, re
 from lbdviewer.features.filestorage.writer import save as save_filestorage
 from lbdviewer.features.infer import AUTO, extent_shape, settle
 from lbdviewer.features.npz import load_npz, save_features_npz
-from lbdviewer.io.limits import check_pixels
 
 __all__ = ["FEATURE_SUFFIXES", "entry_summaries", "feature_entries", "load_features", "save_features"]
 
@@ -109,9 +108,7 @@ def load_features(path, *, max_pixels=None, max_keypoints=None, descriptor=None,
     """
     if format_of(path):
         found = read_entry(path, entry=entry, max_pixels=max_pixels, max_keypoints=max_keypoints)
-        features = settle(found, descriptor=descriptor, image_shape=image_shape)
-        check_pixels(*features.image_shape, f"FileStorage file {found.label}", limit=max_pixels)
-        return features
+        return settle(found, descriptor=descriptor, image_shape=image_shape, max_pixels=max_pixels)
     given = {"descriptor": descriptor if descriptor not in (None, AUTO) else None, "image size": image_shape,
              "entry": entry}
     for what, value in given.items():

@@ -23,10 +23,14 @@ threshold), with a note saying so.
 3. where several candidates remain, a sample of :data:`SAMPLE_KEYPOINTS`
    keypoints is inverted with each (:func:`candidate_agreements`) and the
    real library describes each reconstruction at those keypoints: the share
-   of the file's bits it reproduces is high (0.85-0.95 measured) for the
-   descriptor that wrote them and near chance (0.5) for any other, whose
-   tests the bits do not fit. The best is kept; the margin to the second
-   is recorded.
+   of the file's bits it reproduces is high (0.89-0.98 measured) for the
+   descriptor that wrote them and near chance (0.5, at most 0.56 measured)
+   for any other, whose tests the bits do not fit. Candidates are scored
+   cheapest calibration first (:data:`CANDIDATES`) and scoring stops once
+   one explains the bits and another scored does not (:func:`decided`): a
+   BRISK file never calibrates BEBLID or TEBLID. The best is kept; the
+   margin to the second scored and the candidates left unscored are
+   recorded.
 
 References
 ----------
@@ -40,26 +44,30 @@ import math
 import numpy as np
 
 from lbdviewer.features.consistency import library_bit_consistency
-from lbdviewer.features.invert import invert_features
 from lbdviewer.features.keypoints import FeatureSet, model_params
+from lbdviewer.io.limits import check_pixels
 from lbdviewer.libraries.registry import DESCRIPTORS, get_model
 
-__all__ = ["AUTO", "CANDIDATES", "CHANCE_AGREEMENT", "SAMPLE_KEYPOINTS", "candidate_agreements", "candidates_for",
-           "extent_shape", "law_exclusions", "settle"]
+__all__ = ["AUTO", "CANDIDATES", "CHANCE_AGREEMENT", "DECISIVE_AGREEMENT", "SAMPLE_KEYPOINTS", "agreement_check",
+           "candidate_agreements", "candidates_for", "decided", "extent_shape", "label", "law_exclusions", "settle"]
 
 #: The ``descriptor`` value that asks for inference.
 AUTO = "auto"
-#: Descriptors (with the parameters that set their width) an inference may choose, in the order tried.
-CANDIDATES = (("orb", {}), ("brisk", {}), ("akaze", {}), ("beblid", {"n_bits": 512}), ("beblid", {"n_bits": 256}),
-              ("teblid", {"n_bits": 512}), ("teblid", {"n_bits": 256}), ("opencv-freak", {}),
-              ("opencv-brief", {"n_bytes": 32}), ("opencv-brief", {"n_bytes": 16}),
-              ("opencv-brief", {"n_bytes": 64}))
+#: Descriptors (with the parameters that set their width) an inference may choose, in the order scored: cheapest
+#: first-use calibration first (CPU seconds on a fresh cache: BRISK 0.4, FREAK 0.3, ORB 1.3, BRIEF 2.5-5.6,
+#: BEBLID 5.2 / 10.2, TEBLID 7.3 / 14.9 for 256 / 512 bits; AKAZE needs none and is alone at 61 bytes).
+CANDIDATES = (("orb", {}), ("brisk", {}), ("opencv-freak", {}), ("akaze", {}), ("opencv-brief", {"n_bytes": 16}),
+              ("opencv-brief", {"n_bytes": 32}), ("opencv-brief", {"n_bytes": 64}), ("beblid", {"n_bits": 256}),
+              ("teblid", {"n_bits": 256}), ("beblid", {"n_bits": 512}), ("teblid", {"n_bits": 512}))
 #: Keypoints inverted per candidate when several remain.
 SAMPLE_KEYPOINTS = 48
 #: Iterations of each candidate's inversion.
 SAMPLE_ITERATIONS = 40
 #: Below this bit agreement an inversion explains the bits no better than chance would (0.5) by much.
 CHANCE_AGREEMENT = 0.6
+#: A sample agreement this high says the candidate wrote the bits (0.89-0.98 measured for the writer of each
+#: modelled descriptor's file, at most 0.56 for any other candidate).
+DECISIVE_AGREEMENT = 0.75
 #: Most pixels the image is taken to extend past the last keypoint when its size is not given.
 EXTENT_BORDER = 31
 _ORB = {"patch_size": 31.0, "scale_factor": 1.2, "n_levels": 8}
@@ -142,7 +150,26 @@ def _sample(n, size, rng=0):
     return np.sort(np.random.default_rng(rng).choice(n, size, replace=False))
 
 
-def candidate_agreements(features, candidates, *, sample=SAMPLE_KEYPOINTS, iterations=SAMPLE_ITERATIONS):
+def decided(agreements):
+    """Whether the scores so far settle the choice: one candidate explains the bits and another scored does not.
+
+    True when at least two candidates were scored, the best reaches
+    :data:`DECISIVE_AGREEMENT` and the second is below
+    :data:`CHANCE_AGREEMENT`. A candidate that did not write the bits stays
+    near chance, so the candidates not yet scored (and not yet calibrated)
+    cannot explain them better.
+
+    Examples
+    --------
+    >>> decided([0.92, 0.51]), decided([0.92]), decided([0.92, 0.8]), decided([0.55, float("nan"), 0.5])
+    (True, False, False, False)
+    """
+    ranked = sorted((a for a in agreements if not math.isnan(a)), reverse=True)
+    return len(ranked) >= 2 and ranked[0] >= DECISIVE_AGREEMENT and ranked[1] < CHANCE_AGREEMENT
+
+
+def candidate_agreements(features, candidates, *, sample=SAMPLE_KEYPOINTS, iterations=SAMPLE_ITERATIONS,
+                         until_decided=False):
     """How well each candidate descriptor explains the bits of ``features`` on a sample of its keypoints.
 
     Each candidate's model inverts the sample (joint mode, ``iterations``);
@@ -155,15 +182,21 @@ def candidate_agreements(features, candidates, *, sample=SAMPLE_KEYPOINTS, itera
     features : FeatureSet
         Keypoints, descriptors and image size (its own descriptor is not used).
     candidates : sequence of (str, dict)
-        Names and parameters; each must give descriptors of the file's width.
+        Names and parameters, in the order to score them; each must give
+        descriptors of the file's width.
     sample, iterations : int
+    until_decided : bool
+        Stop as soon as the scores are :func:`decided`: the candidates
+        after that are neither calibrated nor scored.
 
     Returns
     -------
     list of (str, dict, float)
-        ``(name, params, agreement)``, best first (NaN, last, where the
-        library described none of the sample).
+        ``(name, params, agreement)`` of the candidates scored, best first
+        (NaN, last, where the library described none of the sample).
     """
+    from lbdviewer.features.invert import invert_features  # the solvers load only when a sample is inverted
+
     index = _sample(len(features.keypoints), sample)
     out = []
     for name, params in candidates:
@@ -173,6 +206,8 @@ def candidate_agreements(features, candidates, *, sample=SAMPLE_KEYPOINTS, itera
         result = invert_features(subset, iterations=iterations)
         agreement, _ = library_bit_consistency(subset, result.image)
         out.append((name, dict(params), agreement))
+        if until_decided and decided([a for _, _, a in out]):
+            break
     return sorted(out, key=lambda item: -item[2] if not math.isnan(item[2]) else math.inf)
 
 
@@ -209,14 +244,16 @@ def _choose_descriptor(entry, shape, given):
         return name, params, record
     probe = FeatureSet(remaining[0][0], remaining[0][1], shape, entry.keypoints, entry.descriptors,
                        8 * width, "little")
-    scores = candidate_agreements(probe, remaining)
+    scores = candidate_agreements(probe, remaining, until_decided=True)
     best, second = scores[0], scores[1]
+    scored = {label(n, p): a for n, p, a in scores}
     record.update(method="sample inversion", sample_keypoints=min(len(entry.keypoints), SAMPLE_KEYPOINTS),
-                  agreements={label(n, p): a for n, p, a in scores}, margin=best[2] - second[2])
+                  agreements=scored, margin=best[2] - second[2],
+                  unscored=[label(*c) for c in remaining if label(*c) not in scored])
     return best[0], best[1], record
 
 
-def settle(entry, *, descriptor=None, image_shape=None):
+def settle(entry, *, descriptor=None, image_shape=None, max_pixels=None):
     """The :class:`~lbdviewer.features.keypoints.FeatureSet` of a file entry, what it does not say filled in.
 
     Parameters
@@ -227,14 +264,18 @@ def settle(entry, *, descriptor=None, image_shape=None):
         (see the module notes). A name the file contradicts is an error.
     image_shape : (int, int), optional
         ``(height, width)``; an image size the file contradicts is an error.
+    max_pixels : int, optional
+        Limit on the image size settled (:func:`lbdviewer.io.limits.check_pixels`),
+        checked before any sample is inverted.
 
     Returns
     -------
     FeatureSet
         With ``provenance``: ``entry``, ``image_size`` (``"file"``,
         ``"given"`` or ``"keypoint extent"``), ``descriptor`` (how it was
-        chosen: the candidates, those the keypoints excluded, each sampled
-        candidate's agreement and the margin) and ``notes``.
+        chosen: the candidates, those the keypoints excluded, each scored
+        candidate's sample agreement, the margin over the second and those
+        left ``unscored`` once the choice was decided) and ``notes``.
     """
     where = f"FileStorage file {entry.label}"
     notes = []
@@ -250,6 +291,7 @@ def settle(entry, *, descriptor=None, image_shape=None):
         shape, size_source = extent_shape(entry.keypoints), "keypoint extent"
         notes.append(f"the file does not give the image size: {shape[1]}x{shape[0]} is taken from the keypoints' "
                      "extent (give --image-size WIDTHxHEIGHT if you know it)")
+    check_pixels(*shape, where, limit=max_pixels)
     name, params, choice = _choose_descriptor(entry, shape, descriptor)
     if choice["method"] == "sample inversion":
         notes.append(f"the file does not name its descriptor: {label(name, params)} explains a sample of its bits "
@@ -277,9 +319,10 @@ def agreement_check(features, image):
     (:func:`lbdviewer.features.consistency.library_bit_consistency`). Below
     :data:`CHANCE_AGREEMENT` the bits were most likely not written by
     ``features.descriptor`` (a wrong name reconstructs noise and agrees at
-    chance, 0.5): every candidate of the file's width is then scored on a
-    sample (:func:`candidate_agreements`) and those that explain it better
-    than the named one are listed.
+    chance, 0.5): the named descriptor, then every candidate of the file's
+    width, is scored on a sample (:func:`candidate_agreements`, until
+    :func:`decided`) and those that explain it better than the named one
+    are listed.
 
     Returns
     -------
@@ -287,21 +330,22 @@ def agreement_check(features, image):
         ``bit_agreement``, ``bit_agreement_min_site``, ``threshold``,
         ``warning`` (None, or a sentence for the user) and ``likelier``
         (``{label: sample agreement}``, best first; the named descriptor's
-        own sample agreement under ``sampled``).
+        own sample agreement under ``sampled``; the candidates left
+        ``unscored`` once the scores were decided).
     """
     overall, worst = library_bit_consistency(features, image)
     record = {"bit_agreement": overall, "bit_agreement_min_site": worst, "threshold": CHANCE_AGREEMENT,
-              "warning": None, "likelier": {}, "sampled": None}
+              "warning": None, "likelier": {}, "sampled": None, "unscored": []}
     if math.isnan(overall) or overall >= CHANCE_AGREEMENT:
         return record
     params = features.model_params()
     named = label(features.descriptor, params)
-    pool = candidates_for(features.descriptors.shape[1])
-    if all(label(*c) != named for c in pool):
-        pool.append((features.descriptor, params))
-    scores = candidate_agreements(features, pool)
-    own = next((a for n, p, a in scores if label(n, p) == named), float("nan"))
-    record["sampled"] = own
+    pool = [(features.descriptor, params)] + [c for c in candidates_for(features.descriptors.shape[1])
+                                             if label(*c) != named]
+    scores = candidate_agreements(features, pool, until_decided=True)
+    scored = {label(n, p): a for n, p, a in scores}
+    own = record["sampled"] = scored[named]
+    record["unscored"] = [label(*c) for c in pool if label(*c) not in scored]
     record["likelier"] = {label(n, p): a for n, p, a in scores
                           if label(n, p) != named and a >= CHANCE_AGREEMENT and not a <= own + 0.05}
     if record["likelier"]:

@@ -12,6 +12,7 @@ from lbdviewer.features import extract as extract_module
 from lbdviewer.features.files import entry_summaries, load_features, save_features
 from lbdviewer.features.keypoints import FeatureSet, Keypoints
 from lbdviewer.io.images import load_image
+from lbdviewer.io.samples import sample_image
 
 
 def orb_like(n, *, side=640, seed=0):
@@ -101,7 +102,11 @@ def test_options_that_do_not_apply_to_an_npz_are_refused(tmp_path, capsys):
 
 
 def test_a_file_of_several_images_needs_an_entry(tmp_path, capsys):
-    one, two = orb_like(30, side=120, seed=1), orb_like(40, side=120, seed=2)
+    camera = sample_image("camera")  # real bits, so that the inversion explains them and no warning sweeps
+    one, two = (extract_module.extract_features(camera[top:top + 160, 150:310], "orb", n_keypoints=40)
+                for top in (60, 300))
+    counts = [f"{len(one.keypoints)} keypoints", f"{len(two.keypoints)} keypoints"]
+    assert counts[0] != counts[1]  # the listing shows which entry is which
 
     def node(features, indent):
         rows = "\n".join(f"{indent}   - [ {float(x)!r}, {float(y)!r}, {float(s)!r}, {float(a)!r}, 0., {o}, -1 ]"
@@ -113,26 +118,26 @@ def test_a_file_of_several_images_needs_an_entry(tmp_path, capsys):
                 f"{len(features.keypoints)}\n{indent}   cols: 32\n{indent}   dt: u\n{indent}   data: [ {data} ]\n")
 
     mapping = tmp_path / "map.yml"
-    mapping.write_text("%YAML:1.0\n---\ndescriptor: orb\nimage_size: [ 120, 120 ]\nframe_a:\n" + node(one, "   ")
+    mapping.write_text("%YAML:1.0\n---\ndescriptor: orb\nimage_size: [ 160, 160 ]\nframe_a:\n" + node(one, "   ")
                        + "frame_b:\n" + node(two, "   "))
     sequence = tmp_path / "sequence.yml"
-    sequence.write_text("%YAML:1.0\n---\ndescriptor: orb\nimage_size: [ 120, 120 ]\nframes:\n   -\n"
+    sequence.write_text("%YAML:1.0\n---\ndescriptor: orb\nimage_size: [ 160, 160 ]\nframes:\n   -\n"
                         + node(one, "      ") + "   -\n" + node(two, "      "))
     for path, names in ((mapping, ["frame_a", "frame_b"]), (sequence, ["frames/0", "frames/1"])):
         assert [s["entry"] for s in entry_summaries(path)] == names
         second = load_features(path, entry=names[1])
         np.testing.assert_array_equal(second.descriptors, two.descriptors)
-        assert second.provenance["entry"] == names[1] and second.image_shape == (120, 120)
+        assert second.provenance["entry"] == names[1] and second.image_shape == (160, 160)
         with pytest.raises(ValueError, match=f"holds the features of 2 images \\({names[0]}, {names[1]}\\)"):
             load_features(path)
         with pytest.raises(ValueError, match=f"has no entry 'x'; its entries: {names[0]}, {names[1]}"):
             load_features(path, entry="x")
         assert main(["invert", str(path), "--list"]) == 0
         listed = capsys.readouterr().out.splitlines()
-        assert [line.split("\t")[:2] for line in listed] == [[names[0], "30 keypoints"], [names[1], "40 keypoints"]]
+        assert [line.split("\t")[:2] for line in listed] == [[names[0], counts[0]], [names[1], counts[1]]]
         out = tmp_path / "o.png"
         assert main(["invert", str(path), "--entry", names[0], "-o", str(out), "--iterations", "3", "--quiet"]) == 0
-        assert load_image(out).shape == (120, 120)
+        assert load_image(out).shape == (160, 160) and "warning" not in capsys.readouterr().err  # its own bits
 
 
 def test_extract_never_writes_more_keypoints_than_asked(tmp_path, monkeypatch, capsys):
@@ -151,3 +156,25 @@ def test_extract_never_writes_more_keypoints_than_asked(tmp_path, monkeypatch, c
     weakest_kept = features.keypoints.response.min()
     dropped = one_too_many(Model(), image, n_keypoints=20)
     assert weakest_kept >= np.sort(dropped.response)[0]  # the weakest was the one dropped
+
+
+@pytest.mark.parametrize("suffix", [".yml", ".xml", ".json"])
+def test_a_matrix_is_bounded_by_what_it_declares_in_every_format(tmp_path, suffix):
+    import cv2
+
+    def write(path, descriptors):
+        storage = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+        storage.startWriteStruct("keypoints", cv2.FileNode_SEQ | cv2.FileNode_FLOW)
+        for value in [40.0, 40.0, 31.0, 0.0, 0.0, 0, -1] * len(descriptors):
+            storage.write("", value)
+        storage.endWriteStruct()
+        storage.write("descriptors", descriptors)
+        storage.release()
+
+    path = tmp_path / f"wide{suffix}"  # 200 keypoints, 128-byte rows: 25,600 values, more than one sequence holds
+    write(path, np.full((200, 128), 201, np.uint8))
+    with pytest.raises(ValueError, match="no modelled descriptor has 128 bytes a row"):  # read whole, then refused
+        load_features(path, max_keypoints=200)  # a sequence: 64 values a keypoint; a matrix: 1024 a row
+    write(path, np.full((200, 128), 201, np.int32) + np.eye(200, 128, dtype=np.int32) * 99)
+    with pytest.raises(ValueError, match=r"binary descriptors are bytes \(dt 'u'\), got dt 'i'"):
+        load_features(path, max_keypoints=200)

@@ -1,5 +1,7 @@
 """Feature files in OpenCV's FileStorage formats: what cv2.FileStorage writes loads, ours reads back in cv2."""
 
+import json
+
 import cv2
 import numpy as np
 import pytest
@@ -88,6 +90,10 @@ def test_our_files_read_back_exactly_and_in_cv2(tmp_path, orb_output, suffix):
     assert flat.size() == 7 * len(keypoints) and flat.at(7).real() == keypoints[1].pt[0]
     assert storage.getNode("descriptor").string() == "orb"
     storage.release()
+    save_features(tmp_path / "named.txt", original, fmt="json")  # a format given for a suffix that says none
+    assert json.loads((tmp_path / "named.txt").read_text())["descriptor"] == "orb"
+    with pytest.raises(ValueError, match="format 'xml' contradicts the suffix"):
+        save_features(tmp_path / "other.json", original, fmt="xml")
 
 
 def test_hand_written_files_in_the_cv_write_layout(tmp_path):
@@ -141,7 +147,7 @@ def _orb_yaml(rows=1, cols=32, dt="u", data=None, keypoints="[ 20., 30., 31., 45
     (_orb_yaml(dt="f"), r"binary descriptors are bytes \(dt 'u'\)"),
     (_orb_yaml(rows=10**9, data="7"), "declares 1,000,000,000 x 32 values, more than the 10,240,000"),
     (_orb_yaml(cols=10**6, data="7"), r"cols must be an integer in \[0, 1024\], got 1000000"),
-    (_orb_yaml(data=", ".join(["300"] * 32)), "do not fit dt 'u'"),
+    (_orb_yaml(data=", ".join(["300"] * 32)), "the data from line 11 do not fit their declared type uint8"),
     (_orb_yaml(keypoints="[ 20., 30., 31., 45.5, 0., 0 ]"), "holds 6 numbers, not a multiple of 7"),
     (_orb_yaml(rows=2, data=", ".join(["7"] * 64)), "holds 1 keypoints but 2 descriptor rows"),
     (_orb_yaml().replace("keypoints", "kps"), "holds no features: no 'keypoints' and 'descriptors' nodes"),

@@ -16,7 +16,7 @@ WRITERS = {
     "orb": (lambda: cv2.ORB_create(60), None, ".yml"),
     "brisk": (lambda: cv2.xfeatures2d.BRISK_create(30, 3, 1.0), None, ".xml"),
     "akaze": (lambda: cv2.xfeatures2d.AKAZE_create(), None, ".json"),
-    "beblid": (lambda: cv2.xfeatures2d.BEBLID_create(1.0, cv2.xfeatures2d.BEBLID_SIZE_512_BITS), "orb", ".yml"),
+    "beblid": (lambda: cv2.xfeatures2d.BEBLID_create(1.0, cv2.xfeatures2d.BEBLID_SIZE_256_BITS), "orb", ".yml"),
     "opencv-brief": (lambda: cv2.xfeatures2d.BriefDescriptorExtractor_create(32, False), "orb", ".xml"),
     "opencv-freak": (lambda: cv2.xfeatures2d.FREAK_create(), "fast", ".json"),
 }
@@ -78,6 +78,9 @@ def test_the_descriptor_of_a_cpp_written_file_is_inferred(tmp_path, image, name)
         agreements = choice["agreements"]
         assert max(agreements, key=agreements.get).startswith(name) and choice["margin"] > 0.2
         assert any(f"{name}" in note and "margin" in note for note in features.provenance["notes"])
+        assert sorted([*agreements, *choice["unscored"], *choice["excluded"]]) == sorted(choice["candidates"])
+        if name == "brisk":  # decided by BRISK and FREAK: the costliest calibrations are never made
+            assert {"beblid-512", "teblid-512"} <= set(choice["unscored"])
     else:
         assert choice["method"] == "only candidate" and name == "akaze"  # 61 bytes: AKAZE alone
 
@@ -88,7 +91,7 @@ def test_the_keypoint_laws_and_the_byte_width_narrow_the_candidates(tmp_path, im
     assert min(orb.image_shape) > 150 and "extent" in orb.provenance["notes"][0]
     brisk = load_features(library_file(tmp_path, image, "brisk"), descriptor="brisk")
     assert "orb" in law_exclusions(brisk.keypoints, np.full(len(brisk.keypoints), -1.0))
-    assert [name for name, _ in candidates_for(64)] == ["brisk", "beblid", "teblid", "opencv-freak", "opencv-brief"]
+    assert [name for name, _ in candidates_for(64)] == ["brisk", "opencv-freak", "opencv-brief", "beblid", "teblid"]
 
 
 def test_a_brisk_file_read_as_beblid_warns_and_the_record_says_so(tmp_path, image, capsys):
@@ -100,5 +103,24 @@ def test_a_brisk_file_read_as_beblid_warns_and_the_record_says_so(tmp_path, imag
     assert "warning" in err and "not written by beblid-512" in err and "likelier: brisk" in err
     check = json.loads(metrics.read_text())["feature_file"]["agreement_check"]
     assert check["bit_agreement"] < CHANCE_AGREEMENT and next(iter(check["likelier"])) == "brisk"
+    assert "teblid-512" in check["unscored"]  # decided once BRISK explained the bits: TEBLID is never calibrated
     assert main(["invert", str(path), "-o", str(tmp_path / "p.png"), "--iterations", "30", "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err  # inferred: brisk, and its bits agree
+
+
+def test_an_image_size_over_the_limit_is_refused_before_any_inference(tmp_path, monkeypatch):
+    from lbdviewer.features import infer
+    from lbdviewer.io.limits import ResourceLimitError
+
+    def never(*args, **kwargs):
+        raise AssertionError("a sample was inverted before the image size was checked")
+
+    monkeypatch.setattr(infer, "candidate_agreements", never)
+    path = tmp_path / "far.yml"  # ORB-shaped keypoints, 32 bytes, no size, no name: several candidates remain
+    path.write_text("keypoints:\n   - [ 40., 40., 31., 0., 0., 0, -1 ]\n   - [ 5000., 4000., 31., 0., 0., 0, -1 ]\n"
+                    "descriptors: !!opencv-matrix\n   rows: 2\n   cols: 32\n   dt: u\n   data: [ "
+                    + ", ".join(["7"] * 64) + " ]\n")
+    with pytest.raises(ResourceLimitError, match="declares 5032 x 4032 = "):
+        load_features(path, max_pixels=1_000_000)  # the keypoints' extent: 5032 x 4032
+    with pytest.raises(ResourceLimitError, match="declares 3000 x 3000 = "):
+        load_features(path, image_shape=(3000, 3000), max_pixels=1_000_000)

@@ -30,14 +30,15 @@ _JSON_WORDS = {"true": True, "false": False, "null": None}
 
 
 class _Scanner:
-    def __init__(self, text, budget, where, *, json_mode):
+    def __init__(self, text, budget, where, *, json_mode, stop=None):
         self.text, self.budget, self.where, self.json = text, budget, where, json_mode
+        self.end = len(text) if stop is None else stop  # the scanner reads text[:end], in place
 
     def skip(self, i):
-        return _SPACE.match(self.text, i).end()
+        return _SPACE.match(self.text, i, self.end).end()
 
     def fail(self, i, problem):
-        snippet = self.text[i:i + 30]
+        snippet = self.text[i:min(i + 30, self.end)]
         line = self.text.count("\n", 0, i) + 1 if self.json else None
         place = f"on line {line}" if line is not None else self.where
         raise ValueError(f"{problem} at {snippet!r} {place}" + ("" if snippet else " (truncated?)"))
@@ -45,15 +46,16 @@ class _Scanner:
     def node(self, i, depth, *, matrix=None):
         """The value starting at ``i`` (after white space) and the index after it."""
         i = self.skip(i)
-        if i >= len(self.text):
+        if i >= self.end:
             self.fail(i, "the value ends early")
         char = self.text[i]
         if char == "[":
             if depth >= MAX_DEPTH:
                 self.fail(i, f"collections nested deeper than {MAX_DEPTH}")
-            run = _NUMBER_RUN.match(self.text, i)
+            run = _NUMBER_RUN.match(self.text, i, self.end)
             if run is not None:
-                values = numbers(run.group(1), self.where, self.budget, matrix=matrix)
+                values = numbers(self.text, self.where, self.budget, matrix=matrix, start=run.start(1),
+                                 stop=run.end(1))
                 if values is not None:
                     return values, run.end()
             return self.sequence(i + 1, depth + 1)
@@ -65,7 +67,7 @@ class _Scanner:
             return self.string(i)
         if char in "&*!" and not self.json:
             self.fail(i, "YAML anchors, aliases and tags inside flow collections are refused")
-        found = _PLAIN_VALUE.match(self.text, i)
+        found = _PLAIN_VALUE.match(self.text, i, self.end)
         if found is None:
             self.fail(i, "expected a value")
         token = found.group()
@@ -83,7 +85,7 @@ class _Scanner:
         pattern = _DOUBLE if self.text[i] == '"' else _SINGLE
         if self.json and self.text[i] == "'":
             self.fail(i, "not valid JSON (single quotes)")
-        found = pattern.match(self.text, i)
+        found = pattern.match(self.text, i, self.end)
         if found is None:
             self.fail(i, "unterminated string")
         token = found.group()
@@ -99,12 +101,12 @@ class _Scanner:
 
     def after_item(self, i, close):
         i = self.skip(i)
-        if i < len(self.text) and self.text[i] == ",":
+        if i < self.end and self.text[i] == ",":
             i = self.skip(i + 1)
-            if self.json and i < len(self.text) and self.text[i] == close:
+            if self.json and i < self.end and self.text[i] == close:
                 self.fail(i, "not valid JSON (a comma before the end)")
             return i
-        if i >= len(self.text):
+        if i >= self.end:
             self.fail(i, f"a '{'[' if close == ']' else '{'}' is not closed")
         if self.text[i] != close:
             self.fail(i, f"expected ',' or '{close}'")
@@ -113,7 +115,7 @@ class _Scanner:
     def sequence(self, i, depth):
         items, count = [], 0
         i = self.skip(i)
-        while i < len(self.text) and self.text[i] != "]":
+        while i < self.end and self.text[i] != "]":
             item, i = self.node(i, depth)
             items.append(item)
             count += item_size(item)
@@ -121,17 +123,17 @@ class _Scanner:
             if not hasattr(item, "nbytes"):
                 self.budget.spend(ITEM_BYTES, self.where)
             i = self.after_item(i, "]")
-        if i >= len(self.text):
+        if i >= self.end:
             self.fail(i, "a '[' is not closed")
         return finish_sequence(items), i + 1
 
     def key(self, i):
         i = self.skip(i)
-        if i < len(self.text) and self.text[i] in "\"'":
+        if i < self.end and self.text[i] in "\"'":
             return self.string(i)
         if self.json:
             self.fail(i, "not valid JSON (keys are strings)")
-        found = _PLAIN_KEY.match(self.text, i)
+        found = _PLAIN_KEY.match(self.text, i, self.end)
         if found is None:
             self.fail(i, "expected a key")
         return found.group(), found.end()
@@ -139,10 +141,10 @@ class _Scanner:
     def mapping(self, i, depth):
         out = {}
         i = self.skip(i)
-        while i < len(self.text) and self.text[i] != "}":
+        while i < self.end and self.text[i] != "}":
             key, i = self.key(i)
             i = self.skip(i)
-            if i >= len(self.text) or self.text[i] != ":":
+            if i >= self.end or self.text[i] != ":":
                 self.fail(i, f"expected ':' after key {key!r}")
             if key in out:
                 self.fail(i, f"duplicate key {key!r}")
@@ -150,13 +152,17 @@ class _Scanner:
             out[key], i = self.node(i + 1, depth, matrix=matrix)
             self.budget.spend(ITEM_BYTES, self.where)
             i = self.after_item(i, "}")
-        if i >= len(self.text):
+        if i >= self.end:
             self.fail(i, "a '{' is not closed")
         return out, i + 1
 
 
-def parse_flow(text, budget, where):
-    """A YAML flow collection spanning the whole of ``text``.
+def parse_flow(text, budget, where, *, matrix=None, start=0, stop=None):
+    """A YAML flow collection spanning the whole of ``text[start:stop]`` (read in place).
+
+    ``matrix``: what :meth:`~lbdviewer.features.filestorage.values.Budget.check_matrix`
+    returned when the collection is the ``data`` of an ``opencv-matrix``
+    (its declared count and type), else None.
 
     Examples
     --------
@@ -166,10 +172,10 @@ def parse_flow(text, budget, where):
     >>> parse_flow("{ a: [ [1, 2], [3, 4] ], b: 'x' }", Budget(max_values=9, max_matrix_values=9), "here")["a"].shape
     (2, 2)
     """
-    scanner = _Scanner(text, budget, where, json_mode=False)
-    node, end = scanner.node(0, 0)
+    scanner = _Scanner(text, budget, where, json_mode=False, stop=stop)
+    node, end = scanner.node(start, 0, matrix=matrix)
     end = scanner.skip(end)
-    if end < len(text):
+    if end < scanner.end:
         scanner.fail(end, "unexpected text after the flow collection")
     return node
 

@@ -23,19 +23,20 @@ import os
 import re
 
 from lbdviewer.features.filestorage.flow import parse_flow, parse_json
-from lbdviewer.features.filestorage.values import ITEM_BYTES, Budget, check_string, finish_sequence, item_size
-from lbdviewer.features.filestorage.values import scalar
+from lbdviewer.features.filestorage.values import (ITEM_BYTES, Budget, check_string, finish_sequence, item_size,
+                                                   scalar)
 from lbdviewer.features.filestorage.xml_stream import parse_xml
 from lbdviewer.io.files import read_regular
 
-__all__ = ["FORMATS", "MAX_FILE_BYTES", "SUFFIXES", "format_of", "parse_yaml", "read_tree", "scalar"]
+__all__ = ["FORMATS", "MAX_FILE_BYTES", "SUFFIXES", "default_budget", "format_of", "parse_yaml", "read_tree"]
 
 #: File suffixes read and written as FileStorage, and their format.
 SUFFIXES = {".yml": "yaml", ".yaml": "yaml", ".xml": "xml", ".json": "json"}
 FORMATS = ("yaml", "xml", "json")
-#: Largest FileStorage file read (bytes): about 150,000 keypoints of YAML. The text is held twice while it is
-#: decoded, so a file at the cap keeps a command under 300 MB.
-MAX_FILE_BYTES = 40 * 2**20
+#: Largest FileStorage file read (bytes): about 90,000 ORB keypoints of YAML, far past the default keypoint limit.
+#: The text is held twice while it is decoded and a YAML line up to three times more (one line of flow: line,
+#: its body, the value), so a file at the cap keeps a command under 300 MB.
+MAX_FILE_BYTES = 24 * 2**20
 _BOM = "\ufeff"
 
 
@@ -122,13 +123,13 @@ class _Lines:
 
     def __init__(self, text):
         self.text, self.offset, self.number, self.body = text, 0, 0, False
-        self.current, self.start = None, 0
+        self.current, self.start, self.body_end = None, 0, None
         self.advance()
 
     def take_flow(self, depth):
-        """The rest of a flow collection that starts at the current line, ``depth`` brackets still open.
+        """Where a flow collection continued on the current line ends, ``depth`` brackets still open.
 
-        Taken from the text in bulk, up to the bracket that closes it (one ``find`` and two ``count`` per
+        Found in the text in bulk, up to the bracket that closes it (one ``find`` and two ``count`` per
         closing bracket, not a step a line); the line after it becomes the current one. None where quotes
         or comments need the line-by-line path.
         """
@@ -146,11 +147,10 @@ class _Lines:
         end = len(text) if end < 0 else end
         if text[position:end].strip():
             return None
-        flow = text[self.start:position]
-        self.number += flow.count("\n")
+        self.number += text.count("\n", self.start, position)
         self.offset = end + 1
         self.advance()
-        return flow
+        return position
 
     def advance(self):
         text = self.text
@@ -162,19 +162,22 @@ class _Lines:
             self.offset, self.number = end + 1, self.number + 1
             if not self.body and (line.startswith("%") or not line.strip()):
                 continue
+            shift = 0
             if not self.body and line.startswith("---"):
-                self.body, line = True, line[3:]
+                self.body, line, shift = True, line[3:], 3
                 if not line.strip():
                     continue
             self.body = True
             stripped = _strip_comment(line).rstrip()
-            if stripped.strip() in ("", "..."):
-                continue
+            if not stripped or stripped.isspace() or (stripped.endswith("...") and stripped.strip() == "..."):
+                continue  # (tested without copying a long line)
             body = stripped.lstrip()
             indent = len(stripped) - len(body)
             if "\t" in line[:indent]:
                 raise ValueError(f"tab in the indentation on line {self.number}")
             self.current = [self.number, indent, body]
+            # where the body ends in the text, when nothing (a comment) was cut from the line
+            self.body_end = self.start + shift + len(stripped) if len(stripped) == len(line.rstrip()) else None
             return
         self.current = None
 
@@ -210,8 +213,9 @@ class _Yaml:
             if key in out:
                 raise ValueError(f"duplicate key {key!r} on line {number}")
             matrix = self.budget.check_matrix(out, f"on line {number}") if key == "data" else None
+            end = self.lines.body_end
             self.lines.advance()
-            out[key] = self.value(rest, indent, number, depth, in_mapping=True, matrix=matrix)
+            out[key] = self.value(rest, indent, number, depth, in_mapping=True, matrix=matrix, end=end)
             self.budget.spend(ITEM_BYTES, f"line {number}")
         return out
 
@@ -227,8 +231,9 @@ class _Yaml:
                 self.lines.current = [number, indent + len(text) - len(rest), rest]
                 item = self.block_mapping(self.lines.current[1], depth + 1)
             else:
+                end = self.lines.body_end
                 self.lines.advance()
-                item = self.value(rest, indent, number, depth, in_mapping=False)
+                item = self.value(rest, indent, number, depth, in_mapping=False, end=end)
             items.append(item)
             count += item_size(item)
             self.budget.check_sequence(count, f"ending on line {number}")
@@ -236,7 +241,8 @@ class _Yaml:
                 self.budget.spend(ITEM_BYTES, f"line {number}")
         return finish_sequence(items)
 
-    def value(self, rest, indent, number, depth, *, in_mapping, matrix=None):
+    def value(self, rest, indent, number, depth, *, in_mapping, matrix=None, end=None):
+        """The node ``rest`` (the end of line ``number``, at ``end`` in the text when known) starts."""
         tag = None
         if rest.startswith("!"):
             tag, _, rest = rest.partition(" ")
@@ -255,7 +261,7 @@ class _Yaml:
             else:
                 node = None
         elif rest[0] in "[{":
-            node = parse_flow(self.flow_text(rest, number), self.budget, f"from line {number}")
+            node = self.flow(rest, number, end, matrix)
         elif rest[0] in "\"'":
             node = parse_flow(rest, self.budget, f"on line {number}")
         else:
@@ -266,13 +272,23 @@ class _Yaml:
             node.setdefault("type_id", tag.lstrip("!"))
         return node
 
+    def flow(self, rest, number, end, matrix):
+        """A flow collection opened by ``rest`` on line ``number``, read in place in the text where it can be.
+
+        In place when the line's end in the text is known and the collection closes on it, or further on
+        where :meth:`_Lines.take_flow` finds its end; otherwise its lines are joined (:meth:`flow_text`).
+        """
+        where, depth = f"from line {number}", _depth(rest)
+        if end is not None:
+            stop = end if depth <= 0 else (self.lines.take_flow(depth) if self.lines.current is not None else None)
+            if stop is not None:
+                return parse_flow(self.lines.text, self.budget, where, matrix=matrix, start=end - len(rest),
+                                  stop=stop)
+        return parse_flow(self.flow_text(rest, number), self.budget, where, matrix=matrix)
+
     def flow_text(self, rest, number):
         """The text of a flow collection opened on line ``number``, its following lines joined once."""
         depth, pieces = _depth(rest), [rest]
-        if depth > 0 and self.lines.current is not None:
-            bulk = self.lines.take_flow(depth)
-            if bulk is not None:
-                return rest + " " + bulk
         while depth > 0:
             line = self.lines.current
             if line is None:
@@ -298,7 +314,7 @@ def _strip_comment(line):
     return line
 
 
-_KEY = re.compile(r"([^:\s][^:]*?)\s*:(\s|$)")
+_KEY = re.compile(r"([^:\s][^:]*?)\s*:(?:\s+|$)")  # the spaces after the colon too: the value is not copied again
 
 
 def _key_split(text):

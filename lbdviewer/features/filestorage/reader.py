@@ -55,7 +55,7 @@ from lbdviewer.io.limits import check_keypoints, check_pixels
 from lbdviewer.libraries.registry import DESCRIPTORS
 
 __all__ = ["CV_KEYPOINT_FIELDS", "DESCRIPTOR_NAMES", "FileEntry", "MAX_DESCRIPTOR_BYTES", "file_entries",
-           "keypoint_table", "matrix", "one_of", "read_entries", "read_entry"]
+           "keypoint_table", "matrix", "read_entries", "read_entry"]
 
 #: Widest descriptor (bytes a row) a FileStorage file may declare.
 MAX_DESCRIPTOR_BYTES = 1024
@@ -159,33 +159,6 @@ def keypoint_table(node, what="keypoints"):
         raise ValueError(f"{what!r} holds {table.shape[0]} numbers, not a multiple of {width} "
                          f"({', '.join(CV_KEYPOINT_FIELDS)} per keypoint): truncated?")
     return table.astype(np.float64).reshape(-1, width)
-
-
-def one_of(first, second, *, missing, conflict):
-    """``first``, or ``second`` when ``first`` is None: two sources of one setting that must agree.
-
-    Raises
-    ------
-    ValueError
-        With ``missing`` when both are None, with ``conflict`` when both are
-        given and differ.
-
-    Examples
-    --------
-    >>> one_of(None, "orb", missing="say which", conflict="they differ")
-    'orb'
-    >>> one_of("orb", "freak", missing="say which", conflict="they differ")
-    Traceback (most recent call last):
-    ...
-    ValueError: they differ
-    """
-    if first is None:
-        if second is None:
-            raise ValueError(missing)
-        return second
-    if second is not None and first != second:
-        raise ValueError(conflict)
-    return first
 
 
 @dataclass(frozen=True, eq=False)

@@ -120,16 +120,26 @@ MATRIX_TYPES = {"u": np.uint8, "c": np.int8, "w": np.uint16, "s": np.int16, "i":
                 "d": np.float64}
 
 
-def _chunks(text, separators):
-    """``text`` cut into pieces of about :data:`CHUNK_CHARS` at separator characters."""
-    start = 0
-    while start < len(text):
-        end = start + CHUNK_CHARS
-        if end < len(text):
-            cut = max(text.rfind(sep, start, end) for sep in separators)
-            end = cut + 1 if cut > start else text.find(separators[0], end) + 1 or len(text)
-        yield text[start:end]
-        start = end
+def _chunks(text, separators, start=0, stop=None):
+    """``text[start:stop]`` in pieces of about :data:`CHUNK_CHARS`, cut at separator characters (left out).
+
+    Examples
+    --------
+    >>> list(_chunks("ab, 1, 2", (",",), start=3))
+    [' 1, 2']
+    """
+    stop = len(text) if stop is None else stop
+    while stop - start > CHUNK_CHARS:
+        cut = max(text.rfind(sep, start, start + CHUNK_CHARS) for sep in separators)
+        if cut <= start:  # no separator in the window: the first one after it
+            cut = min((i for i in (text.find(sep, start + CHUNK_CHARS, stop) for sep in separators) if i >= 0),
+                      default=-1)
+            if cut < 0:
+                break
+        yield text[start:cut]
+        start = cut + 1
+    if start < stop:
+        yield text[start:stop]
 
 
 def _convert(piece, sep):
@@ -163,7 +173,7 @@ def _cast(values, dtype, where):
     return values.astype(kind)
 
 
-def numbers(text, where, budget, *, sep=",", matrix=None):
+def numbers(text, where, budget, *, sep=",", matrix=None, start=0, stop=None):
     """The numbers of a run (``"1, 2., -3"`` or, with ``sep=" "``, white-space separated) as one array.
 
     Converted :data:`CHUNK_CHARS` at a time with NumPy; each chunk is counted
@@ -181,6 +191,9 @@ def numbers(text, where, budget, *, sep=",", matrix=None):
         these are: at most that many values (their bytes were counted
         then), in the declared type (range checked). Otherwise int64 if
         every number is an integer, else float64.
+    start, stop : int, optional
+        The run is ``text[start:stop]``, read in place: a long run in a long
+        text is never copied whole.
 
     Returns
     -------
@@ -197,8 +210,8 @@ def numbers(text, where, budget, *, sep=",", matrix=None):
     """
     limit, dtype = (budget.max_values, None) if matrix is None else matrix
     parts, count = [], 0
-    for piece in _chunks(text, (",",) if sep == "," else (" ", "\n", "\t", "\r")):
-        values = _convert(piece.rstrip(",") if sep == "," and piece is not text else piece, sep)
+    for piece in _chunks(text, (",",) if sep == "," else (" ", "\n", "\t", "\r"), start, stop):
+        values = _convert(piece, sep)
         if values is None:
             return None
         count += values.shape[0]

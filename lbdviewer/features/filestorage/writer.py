@@ -16,7 +16,6 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from lbdviewer.features.filestorage.parser import FORMATS, SUFFIXES, format_of
-from lbdviewer.features.filestorage.reader import one_of
 from lbdviewer.features.keypoints import FORMAT, VERSION, validate
 from lbdviewer.io.files import atomic_write
 from lbdviewer.io.strict_json import dumps_strict
@@ -121,8 +120,10 @@ def save(path, features, *, fmt=None):
     """
     validate(features)
     suffix_format = format_of(path)
-    fmt = one_of(fmt, suffix_format,
-                  missing=f"cannot tell the FileStorage format of {os.fspath(path)!r}: use a suffix of "
-                          f"{tuple(SUFFIXES)}",
-                  conflict=f"format {fmt!r} contradicts the suffix of {os.fspath(path)!r} ({suffix_format})")
+    if fmt is not None and suffix_format is not None and fmt != suffix_format:
+        raise ValueError(f"format {fmt!r} contradicts the suffix of {os.fspath(path)!r} ({suffix_format})")
+    fmt = fmt or suffix_format
+    if fmt is None:
+        raise ValueError(f"cannot tell the FileStorage format of {os.fspath(path)!r}: use a suffix of "
+                         f"{tuple(SUFFIXES)}")
     return atomic_write(path, dumps(features, fmt).encode("utf-8"))

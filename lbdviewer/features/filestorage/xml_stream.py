@@ -74,8 +74,9 @@ class _Element:
             if tag in self.mapping:
                 raise ValueError(f"duplicate element <{tag}> {self.where()}")
             self.mapping[tag] = value
-        self.count += item_size(value)
-        budget.check_sequence(self.count, self.where())
+        else:  # an item of a sequence: counted against the values one sequence may hold
+            self.count += item_size(value)
+            budget.check_sequence(self.count, self.where())
         budget.spend(ITEM_BYTES, self.where())
 
     def value(self, budget, *, top):

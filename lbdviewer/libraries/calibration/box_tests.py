@@ -27,11 +27,18 @@ boxes the library will use.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from lbdviewer.libraries.calibration.cache import CalibrationError
 
 #: Grey level of a crafted patch outside its two boxes.
 BASE = 128
+#: Paths :func:`trace_box_pixels` bisects at once, on one canvas (bounds its memory).
+_PATH_ROWS = 128
+#: Bits (or candidate boxes) whose sums over every calibration sample are read at once in :func:`locate_box_tests`.
+_SUM_COLUMNS = 32
+#: Candidate pairs of boxes :func:`_boxes_through` scores on the straddling windows at once.
+_PAIR_BLOCK = 2048
 
 
 def integral_image(image):
@@ -120,7 +127,9 @@ def calibration_images(n_images, size, rng, *, noise=40, flat=False, salt=0.0):
 def _box_filter(maps, radius):
     """Sums of ``maps`` (H, W, M) over every ``(2 r + 1)^2`` box fully inside, (H - 2r, W - 2r, M)."""
     c = np.zeros((maps.shape[0] + 1, maps.shape[1] + 1, maps.shape[2]), dtype=np.float64)
-    c[1:, 1:] = maps.cumsum(axis=0).cumsum(axis=1)
+    c[1:, 1:] = maps
+    np.cumsum(c, axis=0, out=c)  # in place: summed in float64 whatever the maps' type
+    np.cumsum(c, axis=1, out=c)
     w = 2 * radius + 1
     return c[w:, w:] - c[:-w, w:] - c[w:, :-w] + c[:-w, :-w]
 
@@ -185,7 +194,6 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
     centers = np.stack([xs, ys], axis=1)
     offsets = np.arange(-reach, reach + 1)
     window = len(offsets)
-    dy, dx = (g.ravel() for g in np.meshgrid(offsets, offsets, indexing="ij"))
     families = [calibration_images(n_images // 3, size, rng), calibration_images(n_images // 3, size, rng + 1, flat=True),
                 calibration_images(n_images - 2 * (n_images // 3), size, rng + 2, salt=0.3)]
     family_maps, bits, integrals, pictures = [], [], [], []
@@ -193,24 +201,26 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
         maps = 0.0
         for image, noise in zip(images, noises):
             b = np.asarray(describe(image, centers), dtype=bool)
-            patches = noise[ys[:, None] + dy, xs[:, None] + dx]
-            maps = maps + patches.T @ (2.0 * b - 1.0).astype(np.float32)
+            seen = sliding_window_view(noise, (window, window))[ys - reach, xs - reach]  # the noise each sees
+            maps = maps + seen.reshape(len(xs), -1).T @ (2.0 * b - 1.0).astype(np.float32)
             bits.append(b)
             integrals.append(integral_image(image))
             pictures.append(image)
-        family_maps.append(np.asarray(maps, dtype=np.float64).reshape(window, window, -1))
+        family_maps.append(maps.reshape(window, window, -1))
+    del seen
     bits = np.concatenate(bits)
     n_bits = bits.shape[1]
     integrals = np.stack(integrals)
     which = np.repeat(np.arange(n_images), len(xs))
     kx, ky = np.tile(xs, n_images), np.tile(ys, n_images)
+    stride = integrals.shape[2]  # flat indices into all integral images: one gather a corner
+    cells = integrals.ravel()
+    origin = which * integrals[0].size + (ky - half) * stride + (kx - half)  # patch pixel (0, 0) of each sample
 
     def sums(u, v, r, rows=slice(None)):  # (S, M) sums over boxes centred at patch pixel (u, v) of each bit
-        x, y = kx[rows, None] + u[None, :] - half, ky[rows, None] + v[None, :] - half
-        img = which[rows, None]
-        x0, x1, y0, y1 = x - r, x + r + 1, y - r, y + r + 1
-        return (integrals[img, y1, x1] - integrals[img, y0, x1] - integrals[img, y1, x0]
-                + integrals[img, y0, x0])
+        centre = origin[rows, None] + (v * stride + u)[None, :]
+        return (cells.take(centre + ((r + 1) * stride + r + 1)) - cells.take(centre + (r + 1 - r * stride))
+                - cells.take(centre + ((r + 1) * stride - r)) + cells.take(centre - (r * stride + r)))
 
     # candidates: per radius, the darkest box (box 1: bit 1 when it is dark) and the brightest (box 2)
     candidates = []
@@ -223,6 +233,8 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
         to_patch = radius - reach + half  # window index of a box centre -> patch pixel
         candidates.append((strength, first % side + to_patch, first // side + to_patch,
                            second % side + to_patch, second // side + to_patch))
+    strip_map = family_maps[1]  # the flat noise family's map, for _strip_candidate; the others are done with
+    del family_maps
     strength = np.stack([c[0] / np.abs(c[0]).max() for c in candidates])  # (families x radii, M)
     order = np.argsort(-strength, axis=0)
     n_radii = max_radius + 1
@@ -236,17 +248,18 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
         if todo.size == 0:
             break
         for slot in np.unique(order[rank, todo]):
-            ks = todo[order[rank, todo] == slot]
             radius = int(slot % n_radii)
-            _, u1, v1, u2, v2 = (c[ks] for c in candidates[slot])
-            diff = sums(u1, v1, radius) - sums(u2, v2, radius)
-            b = bits[:, ks]
-            low = np.where(b, diff, -big).max(axis=0)
-            high = np.where(b, big, diff).min(axis=0)
-            ok = high > low
-            boxes[ks[ok]] = np.stack([u1, v1, u2, v2, np.full(len(ks), radius)], axis=1)[ok]
-            bounds[ks[ok]] = np.stack([low, high], axis=1)[ok]
-            found[ks[ok]] = True
+            same = todo[order[rank, todo] == slot]
+            for ks in np.array_split(same, -(-len(same) // _SUM_COLUMNS)):  # (samples, bits) a block at a time
+                _, u1, v1, u2, v2 = (c[ks] for c in candidates[slot])
+                diff = sums(u1, v1, radius) - sums(u2, v2, radius)
+                b = bits[:, ks]
+                low = np.where(b, diff, -big).max(axis=0)
+                high = np.where(b, big, diff).min(axis=0)
+                ok = high > low
+                boxes[ks[ok]] = np.stack([u1, v1, u2, v2, np.full(len(ks), radius)], axis=1)[ok]
+                bounds[ks[ok]] = np.stack([low, high], axis=1)[ok]
+                found[ks[ok]] = True
     errors[~found] = len(bits)  # not explained yet
     both = bits.any(axis=0) & ~bits.all(axis=0)
     traced_bits = np.flatnonzero(~found & both)
@@ -263,7 +276,7 @@ def locate_box_tests(describe, *, half=16, max_radius=8, n_images=15, size=288, 
             if traced is not None and traced[2] < errors[k]:
                 boxes[k], bounds[k], errors[k] = traced
     for k in np.flatnonzero(errors):  # boxes that overlap blur the map: search around the best candidates
-        starts = [_strip_candidate(family_maps[1][..., k], half - reach)]
+        starts = [_strip_candidate(strip_map[..., k], half - reach)]
         starts += [np.array([c[k] for c in candidates[slot][1:]] + [slot % n_radii]) for slot in order[:, k]]
         for start in starts:
             if start is None:
@@ -309,8 +322,9 @@ def trace_box_pixels(describe, bits, ones, zeros, *, half=16, rng=0):
     0-window into the 1-window. The sum difference ``S(B1) - S(B2)`` moves
     only when a pixel of exactly one box changes, so where the bit first
     flips along a bisection (1 at ``j``, 0 at ``j + 1``) pixel ``j`` lies in
-    one box only, and the sign of its change says which. All paths of all
-    bits run at once, one keypoint each on one canvas: ``log2(W^2)`` calls.
+    one box only, and the sign of its change says which. The paths of all
+    bits run :data:`_PATH_ROWS` at once, one keypoint each on one canvas:
+    ``log2(W^2)`` calls a group.
 
     Examples
     --------
@@ -327,12 +341,29 @@ def trace_box_pixels(describe, bits, ones, zeros, *, half=16, rng=0):
     ([[17, 16, 1], [17, 16, 1]], (2, 2, 9, 9))
     """
     gen = np.random.default_rng(rng)
-    starts = np.concatenate([np.asarray(w, dtype=np.int64) for w in ones])
-    ends = np.concatenate([np.asarray(w, dtype=np.int64) for w in zeros])
-    owner = np.repeat(np.asarray(bits, dtype=np.int64), [len(w) for w in ones])
+    paths = [(n, row) for n, windows in enumerate(ones) for row in range(len(windows))]  # (bit, window) a path
+    owner = np.asarray(bits, dtype=np.int64)[[n for n, _ in paths]]
+    pixels = np.empty((len(paths), 3), dtype=np.int64)
+    straddles = np.empty((len(paths), 2) + np.shape(ones[0])[1:], dtype=np.uint8)
+    for first in range(0, len(paths), _PATH_ROWS):  # the paths a group at a time, on a canvas of their own
+        group = slice(first, first + _PATH_ROWS)
+        starts, ends = (np.stack([np.asarray(side[n][row], dtype=np.uint8) for n, row in paths[group]])
+                        for side in (ones, zeros))
+        pixels[group], straddles[group] = _trace_paths(describe, starts, ends, owner[group], gen, half)
+    counts = np.cumsum([len(w) for w in ones])[:-1]
+    return np.split(pixels, counts), np.split(straddles, counts)
+
+
+def _trace_paths(describe, starts, ends, owner, gen, half):
+    """``(pixels, straddles)`` of :func:`trace_box_pixels` for one group of paths, bisected on one canvas.
+
+    Each path draws its random pixel order from ``gen`` in turn, so groups draw what one call for all would.
+    """
     n_paths, width = starts.shape[0], starts.shape[1]
-    flat_starts, flat_ends = starts.reshape(n_paths, -1), ends.reshape(n_paths, -1)
+    flat_starts = starts.reshape(n_paths, -1).astype(np.int16)  # grey levels, signed differences
+    flat_ends = ends.reshape(n_paths, -1).astype(np.int16)
     orders = np.argsort(gen.random(flat_starts.shape) + (flat_starts == flat_ends), axis=1)  # changed pixels first
+    rank = np.argsort(orders, axis=1)  # each pixel's place in its path's order
     lo = np.zeros(n_paths, dtype=np.int64)
     hi = np.count_nonzero(flat_starts != flat_ends, axis=1)
     per_side = int(np.ceil(np.sqrt(n_paths)))
@@ -341,8 +372,6 @@ def trace_box_pixels(describe, bits, ones, zeros, *, half=16, rng=0):
     slot = np.arange(n_paths)
     top, left = margin + (slot // per_side) * width, margin + (slot % per_side) * width
     centers = np.stack([left + width // 2, top + width // 2], axis=1)
-    rank = np.empty_like(orders)
-    np.put_along_axis(rank, orders, np.arange(orders.shape[1])[None, :], axis=1)
 
     def windows(count):  # path windows after ``count`` changed pixels
         return np.where(rank < count[:, None], flat_ends, flat_starts).reshape(n_paths, width, width)
@@ -358,9 +387,7 @@ def trace_box_pixels(describe, bits, ones, zeros, *, half=16, rng=0):
     change = np.sign(flat_ends[slot, flipped] - flat_starts[slot, flipped])
     shift = half - width // 2
     pixels = np.stack([flipped % width + shift, flipped // width + shift, change], axis=1)
-    straddles = np.stack([windows(lo), windows(lo + 1)], axis=1).astype(np.uint8)
-    counts = np.cumsum([len(w) for w in ones])[:-1]
-    return np.split(pixels, counts), np.split(straddles, counts)
+    return pixels, np.stack([windows(lo), windows(lo + 1)], axis=1).astype(np.uint8)
 
 
 def _boxes_through(pixels, straddles, sums, bit, *, half, max_radius, limit=20000):
@@ -402,16 +429,26 @@ def _boxes_through(pixels, straddles, sums, bit, *, half, max_radius, limit=2000
         if not len(c1) or not len(c2) or len(c1) * len(c2) > limit:
             continue
         i, j = (g.ravel() for g in np.meshgrid(np.arange(len(c1)), np.arange(len(c2))))
-        diff = window_sums(c1[i, 0], c1[i, 1], r) - window_sums(c2[j, 0], c2[j, 1], r)
-        keep = np.flatnonzero(np.where(window_bits[:, None], diff, -np.inf).max(axis=0)
-                              < np.where(window_bits[:, None], np.inf, diff).min(axis=0))
+
+        def window_diff(pairs):  # (windows, pairs) sum differences on the straddling windows
+            return window_sums(c1[i[pairs], 0], c1[i[pairs], 1], r) - window_sums(c2[j[pairs], 0], c2[j[pairs], 1], r)
+
+        def sample_diff(pairs):  # (samples, pairs) sum differences on the calibration samples
+            return sums(c1[i[pairs], 0], c1[i[pairs], 1], r) - sums(c2[j[pairs], 0], c2[j[pairs], 1], r)
+
+        keep = []  # the pairs that separate the straddling windows, a block of pairs at a time
+        for start in range(0, len(i), _PAIR_BLOCK):
+            diff = window_diff(np.arange(start, min(start + _PAIR_BLOCK, len(i))))
+            keep.append(start + np.flatnonzero(np.where(window_bits[:, None], diff, -np.inf).max(axis=0)
+                                               < np.where(window_bits[:, None], np.inf, diff).min(axis=0)))
+        keep = np.concatenate(keep)
         if not keep.size:
             continue
-        full = (sums(c1[i[keep], 0], c1[i[keep], 1], r) - sums(c2[j[keep], 0], c2[j[keep], 1], r))
-        wrong = _errors(full, bit)
+        wrong = np.concatenate([_errors(sample_diff(keep[start:start + _SUM_COLUMNS]), bit)
+                                for start in range(0, len(keep), _SUM_COLUMNS)])
         n = int(np.argmin(wrong))
         if best is None or wrong[n] < best[2]:
-            samples = np.concatenate([full[:, n], diff[:, keep[n]]])
+            samples = np.concatenate([sample_diff(keep[[n]])[:, 0], window_diff(keep[[n]])[:, 0]])
             labels = np.concatenate([bit, window_bits])
             big = np.int64(1) << 40
             bounds = np.array([np.where(labels, samples, -big).max(), np.where(labels, big, samples).min()])

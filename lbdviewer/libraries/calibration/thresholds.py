@@ -175,7 +175,7 @@ def bisect_thresholds(describe, boxes, low, high, *, scale, half=16, canvas=2048
         mids = (low + high) // 2
         for start in range(0, open_bits.size, per_side * per_side):
             chunk = open_bits[start:start + per_side * per_side]
-            image = np.full((canvas, canvas), BASE, dtype=np.int64)
+            image = np.full((canvas, canvas), BASE, dtype=np.uint8)
             slots = np.arange(len(chunk))
             cx = border + (slots % per_side) * pitch + reach // 2
             cy = border + (slots // per_side) * pitch + reach // 2
@@ -185,8 +185,8 @@ def bisect_thresholds(describe, boxes, low, high, *, scale, half=16, canvas=2048
                 origin = np.array([cx[n] - s * half, cy[n] - s * half])
                 xs, ys, deltas, reached[n] = craft_patch(origin + s * np.array([u1, v1]),
                                                          origin + s * np.array([u2, v2]), s * r, mids[k])
-                image[ys, xs] += deltas
-            out = np.asarray(describe(image.astype(np.uint8), np.stack([cx, cy], axis=1)), dtype=bool)
+                image[ys, xs] = BASE + deltas  # distinct pixels, deltas in [-BASE, 255 - BASE]
+            out = np.asarray(describe(image, np.stack([cx, cy], axis=1)), dtype=bool)
             bit = out[slots, chunk]
             low[chunk] = np.where(bit, reached, low[chunk])
             high[chunk] = np.where(bit, high[chunk], reached)
