@@ -155,7 +155,7 @@ class JointOperator:
         self._uses_integral, self._layout = tables.uses_integral, tables.layout
         self._block_start, self._block_stride = tables.block_start, tables.block_stride
         self.test_directions = pair_directions(self.patterns, self.dtype)
-        self._neutral_orientation = np.zeros((4, 1), dtype=self.dtype)  # never read: ``oriented`` off
+        self._neutral_orientation = np.zeros((7, 1), dtype=self.dtype)  # never read: ``oriented`` off
         self._orientation_table = (None, None)  # (the last orientation passed, its kernel table)
         self._norm = None
         self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
@@ -378,7 +378,7 @@ class JointOperator:
         words = _block_words(np.ascontiguousarray(packed_bits), self._block_start, self.m)
         out, results = self._back_project(_bits_blocks, image.ravel(), *self._filter(image), words,
                                           np.zeros((len(self.patterns), self.m), dtype=self.dtype), self.thresholds,
-                                          False, self._neutral_orientation, self.test_directions,
+                                          False, False, self._neutral_orientation, self.test_directions,
                                           False, self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
         agree = sum(r[1] for r in results)
         return out.reshape(self._shape2d), int(len(self.sites) * self.m - agree)
@@ -481,41 +481,51 @@ class JointOperator:
             margin = np.full(table_shape, margin, dtype=self.dtype)
         if margin.shape != table_shape:
             raise ValueError(f"margin must be a number or have shape {table_shape}, got {margin.shape}")
-        terms = self._orientation_terms(orientation)
+        terms, ramped = self._orientation_terms(orientation)
         out, results = self._back_project(
             _bits_blocks, image.ravel(), *self._filter(image), words, np.ascontiguousarray(margin), self.thresholds,
-            orientation is not None, terms, self.test_directions, True, self.tie_positive, self.dtype.type(atol),
-            self.m)
+            orientation is not None, ramped, terms, self.test_directions, True, self.tie_positive,
+            self.dtype.type(atol), self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))
 
     def _orientation_terms(self, orientation):
-        """``orientation = (scale, direction[, tie_side])`` as the kernels' ``(4, S)`` table, checked (None: a dummy).
+        """``orientation`` as the kernels' ``(7, S)`` table and whether it holds ramps, checked (None: a dummy).
 
-        The table of the last orientation object is kept: a solver passes the
-        same one at every evaluation.
+        ``orientation = (scale, direction[, tie_side[, ramp, ramp_direction]])``
+        (see :meth:`squared_hinge`). The table of the last orientation object
+        is kept: a solver passes the same one at every evaluation.
         """
         if orientation is None:
-            return self._neutral_orientation
+            return self._neutral_orientation, False
         if self._orientation_table[0] is orientation:
             return self._orientation_table[1]
         n_sites = len(self.sites)
-        if len(orientation) not in (2, 3):
-            raise ValueError(f"orientation must be (scale, direction) or (scale, direction, tie_side), got "
+        if len(orientation) not in (2, 3, 5):
+            raise ValueError(f"orientation must be (scale, direction[, tie_side[, ramp, ramp_direction]]), got "
                              f"{len(orientation)} arrays")
         scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation[:2])
-        tie_side = (np.asarray(orientation[2], dtype=self.dtype) if len(orientation) == 3
+        tie_side = (np.asarray(orientation[2], dtype=self.dtype) if len(orientation) >= 3
                     else np.zeros(n_sites, dtype=self.dtype))
-        if scale.shape != (n_sites,) or direction.shape != (n_sites, 2) or tie_side.shape != (n_sites,):
-            raise ValueError(f"orientation must be (scale, direction[, tie_side]) of shapes ({n_sites},), "
-                             f"({n_sites}, 2)[, ({n_sites},)], got {scale.shape}, {direction.shape}, {tie_side.shape}")
-        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)):
+        ramp = (np.asarray(orientation[3], dtype=self.dtype) if len(orientation) == 5
+                else np.zeros(n_sites, dtype=self.dtype))
+        ramp_direction = (np.asarray(orientation[4], dtype=self.dtype) if len(orientation) == 5
+                          else np.zeros((n_sites, 2), dtype=self.dtype))
+        shapes = (scale.shape, direction.shape, tie_side.shape, ramp.shape, ramp_direction.shape)
+        if shapes != ((n_sites,), (n_sites, 2), (n_sites,), (n_sites,), (n_sites, 2)):
+            raise ValueError(f"orientation must be (scale, direction[, tie_side[, ramp, ramp_direction]]) of shapes "
+                             f"({n_sites},), ({n_sites}, 2)[, ({n_sites},)[, ({n_sites},), ({n_sites}, 2)]], got "
+                             f"{', '.join(str(shape) for shape in shapes[:len(orientation)])}")
+        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)
+                and np.all(np.isfinite(ramp_direction))):
             raise ValueError("orientation must be finite with a non-negative scale")
         if not np.all((tie_side >= 0) & (tie_side <= 1)):
             raise ValueError("orientation's tie_side must lie in [0, 1]")
-        table = np.ascontiguousarray(np.vstack([scale[None], direction.T, tie_side[None]]))
-        self._orientation_table = (orientation, table)
-        return table
+        if not np.all((ramp >= 0) & (ramp <= 1)):
+            raise ValueError("orientation's ramp must lie in [0, 1]")
+        table = np.ascontiguousarray(np.vstack([scale[None], direction.T, tie_side[None], ramp[None], ramp_direction.T]))
+        self._orientation_table = (orientation, (table, bool(np.any(ramp > 0))))
+        return self._orientation_table[1]
 
     def bit_likelihood(self, x, words, keep_words, margin, inverse_noise, *, hinge_weight=0.0, logistic_weight=1.0,
                        atol=TIE_ATOL):
