@@ -95,7 +95,11 @@ def make_solve(package, image, descriptor, method="consistency"):
         coherence = importlib.import_module(f"{package}.{modules['coherence']}")
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "coherent")]
         return lambda: coherence.JointCoherentContrast(operator, bits, iterations=iterations).steps()
-    return lambda: whole_image.JointSignConsistency(operator, bits).steps()
+
+    def solve():  # the solver is built at the first step, so its set-up (orientation, regions) is timed too
+        yield from whole_image.JointSignConsistency(operator, bits).steps()
+
+    return solve
 
 
 def interleave(solves, rounds, chunk):

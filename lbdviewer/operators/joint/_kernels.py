@@ -422,16 +422,18 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, ram
             _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout,
                          field_group, field_offset, tap_start, tap_offset, tap_weight,
                          gathered.reshape((n_fields, LANES)))
+        block_ramped = False  # a block whose sites lie in no ramp region skips the ramp's relief
         if oriented:
             for row in range(7 if ramped else 4):
                 terms[row, :n] = site_terms[row, s0:s0 + n]
+            block_ramped = ramped and np.max(terms[4, :n]) > 0
         source, target, rows = (planes, adjoints, offsets) if in_place else (gathered, grads, stacked)
         if count == LANES:
-            _block_tests(LANES, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, ramped,
+            _block_tests(LANES, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, block_ramped,
                          test_directions, hinge, tie_up, atol, source, target, rows, inside, terms, up, margins, step, squares,
                          right)
         else:
-            _block_tests(n, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, ramped,
+            _block_tests(n, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, block_ramped,
                          test_directions, hinge, tie_up, atol, source, target, rows, inside, terms, up, margins, step, squares,
                          right)
         if not in_place:

@@ -73,6 +73,8 @@ import cv2
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
+from lbdviewer.solvers.image.orientation import fit_ramps
+
 #: Tests are weighted by (distance between their fields) ** RAMP_SHARE_POWER in a site's ramp fit.
 RAMP_SHARE_POWER = 2
 #: Weighted share of a site's bits a fitted ramp explains in texture (:math:`a_0`).
@@ -89,6 +91,8 @@ SPREAD_BLUR = 48.0
 RAMP_FULL = 0.2
 #: ... which takes this share of their margin away.
 RAMP_RELIEF = 0.95
+#: Reliefs below this are dropped (a Gaussian's tail reaches every site).
+RELIEF_FLOOR = 0.01
 #: Region weight at which a pixel's large scales are flattened whole.
 FLAT_FULL = 0.15
 #: Blur (pixels) that separates the large scales flattened from the detail kept.
@@ -156,25 +160,7 @@ def weighted_ramp_share(operator, bits):
     >>> share.round(2).tolist(), np.abs(direction[:, 0]).round(2).tolist()
     ([0.99, 0.99], [1.0, 1.0])
     """
-    bits = np.asarray(bits)
-    n_sites = len(operator.site_pattern)
-    if bits.shape != (n_sites, operator.m):
-        raise ValueError(f"bits must have shape {(n_sites, operator.m)}, got {bits.shape}")
-    share, direction = np.zeros(n_sites), np.zeros((n_sites, 2))
-    tie = 1.0 if operator.tie_positive else -1.0
-    for p, (pattern, units) in enumerate(zip(operator.patterns, np.asarray(operator.test_directions, np.float64))):
-        weights = _test_weights(pattern)
-        sites = np.flatnonzero(operator.site_pattern == p)
-        for start in range(0, len(sites), 1024):  # a few MB at a time (an offset-1 grid holds 118 M bits)
-            chunk = sites[start:start + 1024]
-            signs = np.where(bits[chunk] > 0, 1.0, -1.0)
-            ramp = (signs * weights) @ units.T
-            length = np.hypot(ramp[:, 0], ramp[:, 1])
-            unit = np.where(length[:, None] > 0, ramp / np.maximum(length, 1e-12)[:, None], 0.0)
-            predicted = np.sign(unit @ units)
-            predicted = np.where(predicted == 0, tie, predicted)
-            share[chunk], direction[chunk] = (predicted == signs) @ weights, unit
-    return share, direction
+    return fit_ramps(operator, bits, [_test_weights(pattern) for pattern in operator.patterns])
 
 
 @lru_cache(maxsize=32)
@@ -286,6 +272,7 @@ def ramp_terms(regions):
     [0.0, 0.475, 0.95]
     """
     relief = RAMP_RELIEF * np.clip(np.asarray(regions.weight, dtype=np.float64) / RAMP_FULL, 0.0, 1.0)
+    relief[relief < RELIEF_FLOOR] = 0.0  # far from every region: the kernel skips blocks of such sites
     return relief, np.asarray(regions.direction, dtype=np.float64)
 
 
