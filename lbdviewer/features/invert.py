@@ -51,7 +51,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from lbdviewer._validation import check_choice, check_fraction, check_iterations
-from lbdviewer.features.invert_akaze import iter_invert_akaze
+from lbdviewer.features.invert_akaze import iter_invert_akaze, iter_invert_akaze_joint
 from lbdviewer.features.progress import InversionProgress
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.operators.descriptor import DescriptorOperator, field_bounds
@@ -281,10 +281,12 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
         mask; ``params`` with every parameter, the descriptor, the number of
         keypoints, what the uncovered pixels hold (``uncovered``: rule, value,
         count) and the joint solver's ``solver_settings`` (None
-        patchwise and for AKAZE); ``iterations_run``: the iterations the solver really
+        patchwise and for AKAZE's closed form); ``iterations_run``: the iterations the solver really
         ran, the most any keypoint ran for ``"patches"``, fewer than
-        ``iterations`` when it stopped early). AKAZE's inversion is closed
-        form: it records 0 iterations requested and run.
+        ``iterations`` when it stopped early). AKAZE's patchwise inversion
+        is closed form: it records 0 iterations requested and run; its joint
+        one is sign consistency on its own operator
+        (:func:`lbdviewer.features.invert_akaze.iter_invert_akaze_joint`).
 
     Raises
     ------
@@ -312,7 +314,9 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     started = time.perf_counter()
     if features.descriptor == "akaze" and features.bit_positions() is not None:
         raise ValueError("an AKAZE file that holds a subset of the bits (params['bit_positions']) cannot be inverted")
-    if features.descriptor == "akaze":  # no field pattern: each keypoint alone at its scale, in both modes
+    if features.descriptor == "akaze" and mode == "joint":  # no field pattern: its own joint operator
+        items = iter_invert_akaze_joint(features, int(iterations))
+    elif features.descriptor == "akaze":  # each keypoint alone at its scale, in closed form
         method, items, iterations = "akaze-cell-ranks", iter_invert_akaze(features), 0  # no iterative solve
     else:
         patterns = []  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
@@ -404,7 +408,8 @@ def _check_flip_rate(flip_rate, features, mode):
     if flip_rate and mode != "joint":
         raise ValueError(f"flip_rate needs mode 'joint' (the likelihood solves the whole image), got {mode!r}")
     if flip_rate and features.descriptor == "akaze":
-        raise ValueError("flip_rate is not supported for AKAZE files (their inversion is closed form)")
+        raise ValueError("flip_rate is not supported for AKAZE files (neither their closed form nor their joint "
+                         "operator weighs flipped bits)")
     return float(flip_rate)
 
 

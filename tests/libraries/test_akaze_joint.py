@@ -1,0 +1,50 @@
+import numpy as np
+import pytest
+
+from lbdviewer.features.extract import extract_features
+from lbdviewer.features.keypoints import Keypoints
+from lbdviewer.io.samples import sample_image
+from lbdviewer.libraries.akaze.joint import AkazeJointOperator
+from lbdviewer.libraries.akaze.model import Model
+from lbdviewer.libraries.akaze.operator import N_CELLS
+from lbdviewer.testing import dot_test
+
+
+@pytest.fixture(scope="module")
+def document():
+    image = sample_image("document")[:192, :256]
+    return image, extract_features(image, "akaze", n_keypoints=60)
+
+
+@pytest.fixture(scope="module")
+def operator(document):
+    image, features = document
+    return AkazeJointOperator(Model(**features.model_params()), features.keypoints, image.shape)
+
+
+def test_adjoint_passes_the_dot_test(operator):
+    dot_test(operator, rtol=1e-5)
+
+
+def test_its_signs_are_the_files_bits_on_the_original(document, operator):
+    image, features = document
+    bits = np.where(operator.forward(image) > 0, 1, -1)
+    assert np.mean(bits == features.bits()) > 0.95  # the linear view of the library's scale space
+
+
+def test_a_keypoint_at_level_zero_reads_the_smoothed_image_at_its_samples():
+    model = Model()
+    keypoints = Keypoints([40.0], [30.0], [4.8], [0.0], [0])
+    op = AkazeJointOperator(model, keypoints, (64, 80))
+    flat = np.full((64, 80), 0.3)
+    values = op.cell_values(flat)
+    assert values.shape == (1, N_CELLS, 3)
+    np.testing.assert_allclose(values[0, :, 0], 0.3, rtol=1e-5)  # a flat image: every cell its grey ...
+    np.testing.assert_allclose(values[0, :, 1:], 0.0, atol=1e-6)  # ... and no derivative
+    assert op.covered.any() and not op.covered[:, :10].any()  # only around the keypoint
+
+
+def test_keypoints_beyond_the_images_levels_are_refused():
+    keypoints = Keypoints([20.0], [20.0], [60.0], [0.0], [3])  # octave 3 of a 48x48 image does not exist
+    with pytest.raises(ValueError, match="keypoints reach level"):
+        AkazeJointOperator(Model(), keypoints, (48, 48))
