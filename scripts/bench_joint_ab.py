@@ -59,7 +59,16 @@ def export_revision(rev):
     return directory
 
 
-def _modules(package):
+def load_revision(rev):
+    """The modules of ``lbdviewer`` as of ``rev`` (:func:`revision_modules` of ``lbdviewer_rev``), importable now."""
+    directory = str(export_revision(rev))  # first: exporting may import modules that rebuild sys.path
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    importlib.invalidate_caches()
+    return revision_modules(RENAMED)
+
+
+def revision_modules(package):
     """The modules a joint solve needs, in the package layout of ``package`` (before or after the structure move)."""
     def load(name):
         return importlib.import_module(f"{package}.{name}")
@@ -79,7 +88,7 @@ def make_solve(package, image, descriptor, method="consistency"):
 
     Revisions before the solvers' ``whole_image`` module ran it as ``reconstruct.joint_consistency_steps``.
     """
-    modules = _modules(package)
+    modules = revision_modules(package)
     reconstruct = modules["reconstruct"]
     sites = modules["sites"].grid_sites(image.shape, patch_size=32, offset=8)
     pattern = modules["patterns"].make_pattern(descriptor, patch_size=32, m=512)
