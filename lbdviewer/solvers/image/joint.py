@@ -347,9 +347,13 @@ class JointSignConsistency(IterativeSolver):
         gated = oriented if gated is None else gated
         strict_ties = oriented if strict_ties is None else strict_ties
         ramps = oriented if ramps is None else ramps
-        for name, value in (("strict_ties", strict_ties), ("gated", gated), ("ramps", ramps)):
-            if value and not oriented:
-                raise ValueError(f"{name} rides on the oriented margins: pass oriented=True or {name}=False")
+        if strict_ties and not oriented:
+            raise ValueError("strict ties are passed with the oriented margins: pass oriented=True or "
+                             "strict_ties=False")
+        if gated and not oriented:
+            raise ValueError("gated margins scale the oriented ones: pass oriented=True or gated=False")
+        if ramps and not oriented:
+            raise ValueError("ramp regions ride on the oriented margins: pass oriented=True or ramps=False")
         bits = np.asarray(bits)
         orientation, regions, smoothness = None, None, DEFAULT_SMOOTHNESS
         if oriented:
