@@ -19,12 +19,12 @@ Each row reports the Pearson ``correlation`` and the Spearman
 ``--sites fast`` puts the patches at the image's FAST keypoints instead of a
 grid (``--offsets`` is then ignored). ``--rev REV`` runs every row a second
 time with ``lbdviewer`` as of the git revision ``REV`` (exported as
-``scripts/bench_joint_ab.py`` does; its method column reads ``@REV``), in
-the same run, on the same images (read by the working tree: samples the
+``scripts/bench_joint_ab.py`` does; its method column reads ``@REV``; several
+revisions may be given), in the same run, on the same images (read by the working tree: samples the
 revision did not ship are measured too).
 
 Usage: ``python scripts/bench_images.py [--quick] [--offsets 32 8 1] [--images camera astronaut]
-[--sites grid|fast] [--modes patches joint] [--method NAME] [--rev REV] [--no-reference] [--json OUT.json]``
+[--sites grid|fast] [--modes patches joint] [--method NAME] [--rev REV ...] [--no-reference] [--json OUT.json]``
 (``--quick``: a 128x128 crop, offsets 32 and 8, 20 iterations; ``--method``: the joint solver, default
 the library's).
 """
@@ -119,7 +119,7 @@ def main(argv=None):
     parser.add_argument("--modes", nargs="+", default=["patches", "joint"], choices=("patches", "joint"))
     parser.add_argument("--sites", default="grid", choices=("grid", "fast"), help="grid (default) or FAST keypoints")
     parser.add_argument("--method", default=None, help="joint solver (default: the library's)")
-    parser.add_argument("--rev", default=None, help="also run every row with lbdviewer as of this git revision")
+    parser.add_argument("--rev", nargs="+", default=[], help="also run every row with lbdviewer as of these git revisions")
     parser.add_argument("--no-reference", action="store_true", help="skip the dense reference rows")
     parser.add_argument("--json", metavar="OUT.json", help="also write all rows to this file")
     parser.add_argument("--row", help=argparse.SUPPRESS)
@@ -135,7 +135,7 @@ def main(argv=None):
     specs = [{**base, "image": name, "offset": offset, "descriptor": family, "mode": mode, "sites": args.sites,
               "rev": rev}
              for name in args.images for offset in offsets for family in ("brief", "freak") for mode in args.modes
-             for rev in ([None, args.rev] if args.rev else [None])]
+             for rev in [None, *args.rev]]
     rows = []
     header = (f"{'image':11} {'offset':>6} {'descriptor':10} {'mode':9} {'method':20} {'sites':>7} {'seconds':>8} "
               f"{'peak MB':>8} {'corr':>6} {'rank':>6}")

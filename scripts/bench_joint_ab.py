@@ -12,7 +12,7 @@ alternates ``--chunk`` iterations of one and of the other until both finish,
 ``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
 ``working tree / REV`` is the figure to quote, with whether both
 solves ended on bit-for-bit the same image (sign consistency only). ``--method likelihood`` runs
-the working tree's :class:`lbdviewer.solvers.image.joint.JointLikelihood`
+the working tree's :class:`lbdviewer.solvers.image.likelihood.JointLikelihood`
 (its default 160 iterations) or ``--method coherent``
 :class:`lbdviewer.solvers.image.coherence.JointCoherentContrast` (up to 3000) instead,
 against ``REV``'s sign consistency.
@@ -76,11 +76,12 @@ def revision_modules(package):
     if importlib.util.find_spec(f"{package}.reconstruction") is not None:
         return {"patterns": load("patterns"), "reconstruct": load("reconstruction.image"),
                 "sites": load("reconstruction.sites"), "bits": load("bits"), "joint": load("operators.joint.operator"),
-                "whole_image": load("solvers.image.joint"), "coherence": "solvers.image.coherence"}
+                "whole_image": load("solvers.image.joint"), "coherence": "solvers.image.coherence",
+                "likelihood": "solvers.image.likelihood"}
     return {"patterns": load("patterns"), "reconstruct": load("reconstruct"), "sites": load("sites"),
             "bits": load("operators"), "joint": load("joint"),
             "whole_image": load("solvers.whole_image") if importlib.util.find_spec(f"{package}.solvers.whole_image")
-            else None, "coherence": "solvers.coherence"}
+            else None, "coherence": "solvers.coherence", "likelihood": "solvers.whole_image"}
 
 
 def make_solve(package, image, descriptor, method="consistency"):
@@ -99,7 +100,8 @@ def make_solve(package, image, descriptor, method="consistency"):
         return lambda: reconstruct.joint_consistency_steps(operator, bits)
     if method == "likelihood":
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "likelihood")]
-        return lambda: whole_image.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
+        likelihood = importlib.import_module(f"{package}.{modules['likelihood']}")
+        return lambda: likelihood.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
     if method == "coherent":
         coherence = importlib.import_module(f"{package}.{modules['coherence']}")
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "coherent")]

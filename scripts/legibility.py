@@ -143,7 +143,8 @@ def main(argv=None):
     parser.add_argument("--method", default=None, help="joint solver (default: the library's)")
     parser.add_argument("--psm", type=int, default=6, help="tesseract page segmentation mode (default 6)")
     parser.add_argument("--iterations", type=int, default=None, help="solver iterations (default: the library's)")
-    parser.add_argument("--rev", default=None, help="also the grid rows of lbdviewer as of this git revision")
+    parser.add_argument("--rev", default=None, help="also the grid rows of lbdviewer as of this git revision "
+                                                    "(one: its modules share one package name)")
     parser.add_argument("--quick", action="store_true", help="20 iterations (smoke test)")
     args = parser.parse_args(argv)
     if shutil.which("tesseract") is None:
@@ -162,9 +163,8 @@ def main(argv=None):
         if args.features:
             runs += feature_runs(image, args.features, iterations)
         else:
-            runs += grid_runs(image, args.offset, args.modes, args.method, iterations, None)
-            if args.rev:
-                runs += grid_runs(image, args.offset, args.modes, args.method, iterations, args.rev)
+            for rev in [None, args.rev] if args.rev else [None]:
+                runs += grid_runs(image, args.offset, args.modes, args.method, iterations, rev)
         for family, mode, estimate, params in runs:
             stem = f"{sample}-{family}" if family == "original" else f"{sample}-{family}-{mode.replace(':', '')}"
             quality = {"correlation": round(correlation(image, estimate), 4),

@@ -35,7 +35,8 @@ from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.patch.biht import BIHT
 from lbdviewer.solvers.image.coherence import JointCoherentContrast
 from lbdviewer.solvers.image.joint import (COARSE_SPACING, JOINT_ITERATIONS, CoarseToDense, FlatRange, JointBIHT,
-                                           JointLikelihood, default_joint_iterations)
+                                           default_joint_iterations)
+from lbdviewer.solvers.image.likelihood import JointLikelihood
 
 MODES = ("joint", "patches")
 METHODS = ("consistency", "likelihood", "coherent", "biht", "primal-dual")
@@ -253,7 +254,7 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     method : {"consistency", "likelihood", "coherent", "biht", "primal-dual"}, optional
         Default :func:`default_method`. BIHT, consistency, likelihood and
         coherent need bits; consistency, likelihood (bits as noisy signs,
-        :class:`lbdviewer.solvers.image.joint.JointLikelihood`) and coherent
+        :class:`lbdviewer.solvers.image.likelihood.JointLikelihood`) and coherent
         (low-TV consistency, then contrast in proportion to the evidence of
         structure, :class:`lbdviewer.solvers.image.coherence.JointCoherentContrast`)
         solve only the joint whole image; primal-dual takes bits or real values.

@@ -430,9 +430,11 @@ class JointOperator:
         asked less than one along it (see
         :func:`lbdviewer.solvers.image.orientation.ramp_orientation`). A third
         array :math:`e_s \in [0, 1]` asks the side that takes ties for
-        :math:`e_s` of the margin too (default 0): at a site whose bits show
-        no flat region, a bit of that side is a strict sign as well
-        (:func:`lbdviewer.solvers.image.orientation.tie_side`).
+        :math:`e_s` of the margin too (default 0; a bit of that side is a
+        strict sign where the bits show no flat region,
+        :func:`lbdviewer.solvers.image.orientation.tie_side`); a fourth and
+        fifth, :math:`(w_s, r_s)`, ask a test whose bit :math:`\operatorname{sign}(r_s \cdot u_i)`
+        predicts for :math:`1 - w_s` of it (:mod:`lbdviewer.solvers.image.large_scales`).
 
         Parameters
         ----------
@@ -447,10 +449,9 @@ class JointOperator:
             Margin of each test of each pattern (rows in the order of
             :attr:`patterns`), asked of strict tests only: memory stays
             ``O(M)`` per pattern, not per site.
-        orientation : (ndarray, ndarray[, ndarray]), optional
-            ``(scale, direction)`` of shapes ``(S,)`` and ``(S, 2)``: :math:`c_s`
-            and :math:`g_s` (row, column) of every site; optionally
-            ``tie_side``, shape ``(S,)``: :math:`e_s`.
+        orientation : tuple of ndarray, optional
+            ``(scale, direction[, tie_side[, ramp, ramp_direction]])``, shapes ``(S,)``, ``(S, 2)``,
+            ``(S,)``, ``(S,)``, ``(S, 2)``: :math:`c_s, g_s, e_s, w_s, r_s` (row, column) of every site.
         atol : float
             Tie tolerance of the bit count: :math:`|(Ax - t)_{si}| \le` ``atol`` is a tie.
 
@@ -492,9 +493,8 @@ class JointOperator:
     def _orientation_terms(self, orientation):
         """``orientation`` as the kernels' ``(7, S)`` table and whether it holds ramps, checked (None: a dummy).
 
-        ``orientation = (scale, direction[, tie_side[, ramp, ramp_direction]])``
-        (see :meth:`squared_hinge`). The table of the last orientation object
-        is kept: a solver passes the same one at every evaluation.
+        The table of the last orientation object is kept: a solver passes the
+        same one at every evaluation.
         """
         if orientation is None:
             return self._neutral_orientation, False
@@ -504,25 +504,19 @@ class JointOperator:
         if len(orientation) not in (2, 3, 5):
             raise ValueError(f"orientation must be (scale, direction[, tie_side[, ramp, ramp_direction]]), got "
                              f"{len(orientation)} arrays")
-        scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation[:2])
-        tie_side = (np.asarray(orientation[2], dtype=self.dtype) if len(orientation) >= 3
-                    else np.zeros(n_sites, dtype=self.dtype))
-        ramp = (np.asarray(orientation[3], dtype=self.dtype) if len(orientation) == 5
-                else np.zeros(n_sites, dtype=self.dtype))
-        ramp_direction = (np.asarray(orientation[4], dtype=self.dtype) if len(orientation) == 5
-                          else np.zeros((n_sites, 2), dtype=self.dtype))
-        shapes = (scale.shape, direction.shape, tie_side.shape, ramp.shape, ramp_direction.shape)
+        defaults = (None, None, np.zeros(n_sites), np.zeros(n_sites), np.zeros((n_sites, 2)))
+        parts = [np.asarray(v, dtype=self.dtype) for v in (*orientation, *defaults[len(orientation):])]
+        shapes = tuple(part.shape for part in parts)
         if shapes != ((n_sites,), (n_sites, 2), (n_sites,), (n_sites,), (n_sites, 2)):
             raise ValueError(f"orientation must be (scale, direction[, tie_side[, ramp, ramp_direction]]) of shapes "
-                             f"({n_sites},), ({n_sites}, 2)[, ({n_sites},)[, ({n_sites},), ({n_sites}, 2)]], got "
-                             f"{', '.join(str(shape) for shape in shapes[:len(orientation)])}")
-        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)
-                and np.all(np.isfinite(ramp_direction))):
+                             f"({n_sites},), ({n_sites}, 2), ({n_sites},), ({n_sites},), ({n_sites}, 2), got "
+                             f"{shapes[:len(orientation)]}")
+        scale, direction, tie_side, ramp, ramp_direction = parts
+        if not all(np.all(np.isfinite(part)) for part in parts) or not np.all(scale >= 0):
             raise ValueError("orientation must be finite with a non-negative scale")
-        if not np.all((tie_side >= 0) & (tie_side <= 1)):
-            raise ValueError("orientation's tie_side must lie in [0, 1]")
-        if not np.all((ramp >= 0) & (ramp <= 1)):
-            raise ValueError("orientation's ramp must lie in [0, 1]")
+        for name, values in (("tie_side", tie_side), ("ramp", ramp)):
+            if not np.all((values >= 0) & (values <= 1)):
+                raise ValueError(f"orientation's {name} must lie in [0, 1]")
         table = np.ascontiguousarray(np.vstack([scale[None], direction.T, tie_side[None], ramp[None], ramp_direction.T]))
         self._orientation_table = (orientation, (table, bool(np.any(ramp > 0))))
         return self._orientation_table[1]

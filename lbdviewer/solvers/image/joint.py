@@ -15,10 +15,10 @@ yields a frozen snapshot after every iteration (a batch of one image:
     in the solve, gated by how strongly each site's bits show structure;
 :class:`CoarseToDense`
     :class:`JointSignConsistency` on a sparser sub-grid first when the grid
-    is dense, then on all sites;
-:class:`JointLikelihood`
-    :class:`lbdviewer.solvers.image.likelihood.BitLikelihood` (bits as noisy
-    signs), then again on the decisive bits only.
+    is dense, then on all sites (or the plain margins at keypoints).
+
+(:class:`lbdviewer.solvers.image.likelihood.JointLikelihood`, bits as noisy
+signs, lives beside its :class:`~lbdviewer.solvers.image.likelihood.BitLikelihood`.)
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ import numpy as np
 from lbdviewer._validation import check_fraction, check_iterations
 from lbdviewer.operators.joint.operator import site_subset
 from lbdviewer.reconstruction.sites import coarser_grid, is_grid
-from lbdviewer.solvers.image.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency, operator_margins
+from lbdviewer.solvers.image.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency
 from lbdviewer.solvers.image.evidence import (COHERENCE_BLUR, FULL_OVERLAP, GATE_SHARE, NOISE_AGREEMENT,
                                               STRUCTURE_AGREEMENT, gated_orientation, overlap_confidence)
 from lbdviewer.solvers.image.large_scales import (FLAT_FULL, FLATTEN_BLUR, RAMP_FULL, RAMP_RELIEF, RAMP_THRESHOLD,
                                                   REGION_BLUR, REGION_SCALE, REGION_THRESHOLD, SPREAD_BLUR,
                                                   TEXTURE_SHARE, flatten_ramps, ramp_regions, ramp_terms)
-from lbdviewer.solvers.image.likelihood import DEFAULT_LIKELIHOOD_SMOOTHNESS, DEFAULT_NOISE, BitLikelihood
 from lbdviewer.solvers.image.orientation import TIE_LEAN, ramp_orientation, tie_side
 from lbdviewer.solvers.state import IterativeSolver, SolverState, frozen_copy
 from lbdviewer.operators.wavelets import haar_adjoint_inplace, haar_forward_inplace
@@ -57,12 +56,6 @@ SPARSE_FLAT_RELIEF = 0.5
 COARSE_SPACING = 8
 #: ... and spend this share of the iterations on all sites afterwards.
 DENSE_SHARE = 0.2
-#: :class:`JointLikelihood` keeps the bits whose difference exceeds this many times the median ...
-DECISIVE = 1.8
-#: ... for this share of its iterations.
-DECISIVE_SHARE = 0.375
-#: Sites whose differences estimate the median (evenly spaced).
-MEDIAN_SITES = 4096
 
 
 class JointBIHT(IterativeSolver):
@@ -499,119 +492,6 @@ def default_joint_iterations(sites):
     (300, 200)
     """
     return JOINT_ITERATIONS if is_grid(sites) else KEYPOINT_ITERATIONS
-
-
-class JointLikelihood(IterativeSolver):
-    r""":class:`BitLikelihood` on the whole image, then again on the decisive bits only.
-
-    Parameters
-    ----------
-    operator : JointOperator
-        On all ``sites``.
-    bits : ndarray, shape (S, M)
-        Target bits in {-1, +1}.
-    sites : ndarray of int, shape (S, 2)
-    shape : (int, int)
-    iterations : int
-        Over both stages.
-    noise : float
-        :math:`\sigma`, the same for every test.
-    smoothness : float
-        :math:`\mu` of the total variation.
-
-    Notes
-    -----
-    Stage 1 (``1 - DECISIVE_SHARE`` of the iterations; on the sub-grid of
-    :class:`CoarseToDense` when the grid is dense) fits every bit. Its
-    estimate :math:`x_1` tells which bits are decisive: a bit whose
-    difference :math:`|(A x_1)_i|` exceeds ``DECISIVE`` times the median of
-    all is one an edge decides; the others are near-ties, decided by noise on
-    flat paper or a sky. Stage 2 starts from :math:`x_1` and fits the decisive
-    bits only, so the total variation flattens what only near-ties described.
-
-    Measured at offset 8 (160 iterations, 60 of them on the decisive bits;
-    tesseract on the reconstruction as written, ``scripts/legibility.py``):
-    the noisy ``document`` sample reads 5/7 lines from BRIEF bits and 6/7
-    from FREAK bits (sign consistency: 2/7 and 2/7), the book titles 4/4 and
-    4/4; but photos lose: camera 0.56 / 0.42 (BRIEF / FREAK) against 0.75 /
-    0.59, astronaut 0.83 / 0.83 against 0.88 / 0.91 (``scripts/bench_images.py``):
-    their large-scale brightness drifts. The noise scale is one for all
-    tests: one growing with the square of the test's length (like the margins
-    of :class:`JointSignConsistency`) lost on both (camera 0.40, document
-    1/7); stage 1 run longer fits more of the paper's noise (250 iterations
-    with ``DECISIVE`` 2.2: document 0/7 and 5/7). A coarse-to-fine schedule in
-    resolution (8, 4, 2, then 1 pixel blocks) did not bring the brightness
-    back (camera 0.57). Run to convergence (budget 2400, stop tolerances
-    off; 1257 and 1680 iterations run) photos stay low: camera 0.567 / 0.581,
-    document 5/7 / 5/7: the brightness drift is the loss's, not the
-    optimiser's (the likelihood saturates, so long tests stop pinning
-    large-scale brightness once they hold by a few ``noise``).
-    Not the default (see ``README.md``).
-    """
-
-    def __init__(self, operator, bits, sites, shape, iterations, *, noise=DEFAULT_NOISE,
-                 smoothness=DEFAULT_LIKELIHOOD_SMOOTHNESS):
-        self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
-        self.iterations = check_iterations(iterations)
-        self.noise, self.smoothness = noise, smoothness
-        self._keep = coarser_grid(sites, spacing=COARSE_SPACING)  # the first stage's sites
-        #: What the solve runs (the record's ``solver_settings``).
-        self.settings = {"solver": "JointLikelihood", "iterations": self.iterations, "noise": float(noise),
-                         "smoothness": float(smoothness), "decisive": DECISIVE, "decisive_share": DECISIVE_SHARE,
-                         "first_stage_spacing": None if self._keep is None else COARSE_SPACING}
-
-    def steps(self):
-        """Yield stage 1's states, then stage 2's, numbered on; only the last is ``finished``."""
-        operator, bits, iterations, keep = self.operator, self.bits, self.iterations, self._keep
-        decisive = max(1, int(round(DECISIVE_SHARE * iterations))) if iterations > 1 else 0
-        options = {"noise": self.noise, "smoothness": self.smoothness}
-        first = operator if keep is None else site_subset(operator, keep)
-        state = None
-        for state in BitLikelihood(first, bits if keep is None else bits[keep], iterations=iterations - decisive,
-                                   **options).steps():
-            yield dataclasses.replace(state, finished=state.finished and not decisive)
-        if not decisive:
-            return
-        x1 = np.asarray(state.x[0], dtype=np.float32)
-        done = state.iteration
-        for state in BitLikelihood(operator, bits, keep=decisive_bits(operator, x1), iterations=decisive, x0=x1,
-                                   **options).steps():
-            yield dataclasses.replace(state, iteration=done + state.iteration)
-
-
-def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
-    """Packed mask (uint8, ``(S, ceil(M / 8))``) of the tests whose ``|A x - t|`` exceeds ``factor`` times its median.
-
-    The median comes from ``MEDIAN_SITES`` evenly spaced sites; the
-    differences are computed ``chunk`` sites at a time (bounds memory at
-    dense grids).
-
-    Examples
-    --------
-    >>> from lbdviewer.operators import JointOperator
-    >>> from lbdviewer.patterns import make_pattern
-    >>> op = JointOperator((16, 24), [[0, 0], [0, 8]], make_pattern("brief", patch_size=16, m=64))
-    >>> image = np.zeros((16, 24)); image[:, 12:] = 1.0
-    >>> mask = decisive_bits(op, image)
-    >>> mask.shape, mask.dtype
-    ((2, 8), dtype('uint8'))
-    """
-    sites = operator.sites
-    n_sites = len(sites)
-
-    def differences(rows):
-        return np.abs(operator_margins(site_subset(operator, rows), x))
-
-    sample = np.unique(np.linspace(0, n_sites - 1, min(n_sites, MEDIAN_SITES)).astype(np.int64))
-    if n_sites <= chunk:  # one pass of the operator itself
-        values = np.abs(operator_margins(operator, x))
-        return np.packbits(values > factor * float(np.median(values[sample])), axis=1, bitorder="little")
-    threshold = factor * float(np.median(differences(sample)))
-    out = np.empty((n_sites, (operator.m + 7) // 8), dtype=np.uint8)
-    for start in range(0, n_sites, chunk):
-        rows = np.arange(start, min(start + chunk, n_sites))
-        out[rows] = np.packbits(differences(rows) > threshold, axis=1, bitorder="little")
-    return out
 
 
 class FlatRange:
