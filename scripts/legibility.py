@@ -24,9 +24,10 @@ each as it is and inverted, the better read counting
 (:func:`lbdviewer.evaluation.ocr.read_lines`: bits carry no polarity a
 reader could not flip). A title counts as read when some OCR line matches it
 with a ``difflib.SequenceMatcher`` ratio >= 0.8 after normalising both (upper
-case, letters and single spaces only). ``--rev REV`` adds the grid rows of
+case, letters and single spaces only). ``--rev REV`` adds the rows of
 ``lbdviewer`` as of the git revision ``REV`` (exported as
-``scripts/bench_joint_ab.py`` does), in the same run.
+``scripts/bench_joint_ab.py`` does), in the same run: its grid solves, or
+its inversion of the same feature file shown as it drew it then.
 
 Usage: ``python scripts/legibility.py [OUTDIR] [--samples book-titles document ...] [--offset N]
 [--features DESCRIPTOR:K] [--method NAME] [--modes joint patches] [--psm N] [--iterations N] [--rev REV] [--quick]``
@@ -105,20 +106,49 @@ def grid_runs(image, offset, modes, method, iterations, rev):
     return runs
 
 
-def feature_runs(image, case, iterations):
-    """The inversion of the real library's feature file of ``image`` (``case`` is ``DESCRIPTOR:K``), as shown."""
-    from lbdviewer.features.extract import extract_features
-    from lbdviewer.features.invert import invert_features
+def _feature_library(rev):
+    """``(extract_features, invert_features, show)`` of the working tree or of ``rev`` (either package layout).
 
+    ``show`` is the display rule as that version drew an inversion: the working
+    tree's puts uncovered pixels at the covered median; older revisions drew them black.
+    """
+    if not rev:
+        from lbdviewer.features.extract import extract_features
+        from lbdviewer.features.invert import invert_features
+
+        return extract_features, invert_features, lambda result: display_stretch(
+            result.image, mask=result.covered, uncovered="neutral").image
+    from bench_joint_ab import RENAMED, load_revision
+
+    load_revision(rev)
+
+    def load(*names):
+        for name in names:
+            module, attribute = name.split(":")
+            try:
+                return getattr(importlib.import_module(f"{RENAMED}.{module}"), attribute)
+            except ModuleNotFoundError:
+                continue
+        raise ImportError(f"{rev} has none of {names}")
+
+    stretch = load("evaluation.display:display_stretch", "display:display_stretch")
+    return (load("features.extract:extract_features", "commands.extract:extract_features"),
+            load("features.invert:invert_features", "inversion:invert_features"),
+            lambda result: stretch(result.image, mask=result.covered).image)
+
+
+def feature_runs(image, case, iterations, rev=None):
+    """The inversion of the real library's feature file of ``image`` (``case`` is ``DESCRIPTOR:K``), as shown."""
+    extract_features, invert_features, show = _feature_library(rev)
     descriptor, count = case.split(":")
     features = extract_features(image, descriptor, n_keypoints=int(count))
     started = time.perf_counter()
     result = invert_features(features, iterations=iterations)
-    shown = display_stretch(result.image, mask=result.covered, uncovered="neutral").image
-    return [(descriptor, f"file:{count}", shown, {"seconds": round(time.perf_counter() - started, 1),
-                                                  "keypoints": len(features.keypoints),
-                                                  "covered": round(float(result.covered.mean()), 3),
-                                                  **result.params})]
+    seconds = round(time.perf_counter() - started, 1)
+    label = f"file:{count}@{rev}" if rev else f"file:{count}"
+    return [(descriptor, label, show(result), {"seconds": seconds, "keypoints": len(features.keypoints),
+                                               "covered": round(float(result.covered.mean()), 3),
+                                               **result.params})]
 
 
 def clean_up(image):
@@ -143,7 +173,7 @@ def main(argv=None):
     parser.add_argument("--method", default=None, help="joint solver (default: the library's)")
     parser.add_argument("--psm", type=int, default=6, help="tesseract page segmentation mode (default 6)")
     parser.add_argument("--iterations", type=int, default=None, help="solver iterations (default: the library's)")
-    parser.add_argument("--rev", default=None, help="also the grid rows of lbdviewer as of this git revision "
+    parser.add_argument("--rev", default=None, help="also the rows of lbdviewer as of this git revision "
                                                     "(one: its modules share one package name)")
     parser.add_argument("--quick", action="store_true", help="20 iterations (smoke test)")
     args = parser.parse_args(argv)
@@ -161,7 +191,8 @@ def main(argv=None):
         image = sample_image(sample)
         runs = [("original", "-", image, {})]
         if args.features:
-            runs += feature_runs(image, args.features, iterations)
+            for rev in [None, args.rev] if args.rev else [None]:
+                runs += feature_runs(image, args.features, iterations, rev)
         else:
             for rev in [None, args.rev] if args.rev else [None]:
                 runs += grid_runs(image, args.offset, args.modes, args.method, iterations, rev)

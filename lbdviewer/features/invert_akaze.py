@@ -59,7 +59,7 @@ import numpy as np
 from scipy import ndimage
 
 from lbdviewer.features.progress import InversionProgress
-from lbdviewer.libraries.akaze.joint import AkazeJointOperator
+from lbdviewer.libraries.akaze.joint import AkazeJointOperator, balanced_channel_weights
 from lbdviewer.libraries.akaze.operator import N_CELLS
 from lbdviewer.libraries.akaze.model import Model
 from lbdviewer.libraries.akaze.grid import GRIDS, comparison_pairs
@@ -116,9 +116,13 @@ def iter_invert_akaze_joint(features, iterations):
         budget and at the end), then ``(image, covered, bit_consistency,
         iterations run, solver settings)``.
     """
-    operator = AkazeJointOperator(Model(**features.model_params()), features.keypoints, features.image_shape)
+    model = Model(**features.model_params())
+    operator = AkazeJointOperator(model, features.keypoints, features.image_shape)
+    weights = balanced_channel_weights(operator)
+    operator = AkazeJointOperator(model, features.keypoints, features.image_shape, channel_weights=weights)
     settings = {"solver": "SignConsistency", "operator": "AkazeJointOperator", "iterations": int(iterations),
-                "margin": DEFAULT_MARGIN, "smoothness": AKAZE_SMOOTHNESS}
+                "margin": DEFAULT_MARGIN, "smoothness": AKAZE_SMOOTHNESS,
+                "channel_weights": [round(w, 4) for w in weights]}
     solver = SignConsistency(operator, features.bits(), margin=DEFAULT_MARGIN, smoothness=AKAZE_SMOOTHNESS,
                              iterations=iterations)
     every = max(1, iterations // JOINT_ESTIMATES)

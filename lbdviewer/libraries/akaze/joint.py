@@ -25,6 +25,14 @@ unknown image :math:`x` of level-0 pixels, as the linear view of
   :math:`i` is :math:`v_{a_i} - v_{b_i}`
   (:func:`~lbdviewer.libraries.akaze.grid.comparison_pairs`).
 
+Measurement :math:`i` may be weighted by its channel (``channel_weights``:
+the signs, hence the bits, do not change). The derivative channels'
+functionals are 6 to 7 times shorter than the intensity's (AKAZE scales its
+derivatives), so in a hinge with one margin their bits weigh ~40 times less;
+:func:`balanced_channel_weights` gives every channel the intensity's mean
+norm (the closed form of :mod:`lbdviewer.features.invert_akaze` scales its
+rows the same way).
+
 The filters are separable, applied with zero padding (so the adjoint is the
 filters' transposes, exactly); samples outside a level read zero and count
 for nothing, as the library skips them. One evaluation filters each level
@@ -93,12 +101,16 @@ class AkazeJointOperator:
     model : lbdviewer.libraries.akaze.model.Model
     keypoints : lbdviewer.features.keypoints.Keypoints
     image_shape : (int, int)
+    channel_weights : (float, float, float), optional
+        Weights of the measurements of the intensity and the two derivative
+        channels (default 1, 1, 1: the differences themselves).
 
     Attributes
     ----------
     domain_shape : (int, int)
     range_shape : (int, int)
         ``(K, 486)``.
+    channel_weights : tuple of float
     tie_positive : bool
         False: a bit is ``value_a > value_b``.
 
@@ -113,7 +125,11 @@ class AkazeJointOperator:
 
     tie_positive = False
 
-    def __init__(self, model, keypoints, image_shape):
+    def __init__(self, model, keypoints, image_shape, *, channel_weights=(1.0, 1.0, 1.0)):
+        weights = np.asarray(channel_weights, dtype=np.float64)
+        if weights.shape != (3,) or not np.all(np.isfinite(weights) & (weights > 0)):
+            raise ValueError(f"channel_weights must be three positive numbers, got {channel_weights!r}")
+        self.channel_weights = tuple(float(w) for w in weights)
         height, width = (int(v) for v in image_shape)
         self.domain_shape, self.range_shape = (height, width), (len(keypoints), 486)
         plan = level_sigmas(model.n_octaves, model.n_sublevels, (height, width))
@@ -123,6 +139,8 @@ class AkazeJointOperator:
                              f"{len(plan)} levels")
         pairs = comparison_pairs()
         self._pairs = pairs
+        self.test_channels = pairs[:, 0] % 3  # a pair compares two cells of one channel: index 3 cell + channel
+        self._test_weights = weights[self.test_channels].astype(np.float32)
         differences = np.zeros((3 * N_CELLS, len(pairs)), dtype=np.float32)  # cell values -> measurements
         differences[pairs[:, 0], np.arange(len(pairs))] = 1.0
         differences[pairs[:, 1], np.arange(len(pairs))] = -1.0
@@ -207,7 +225,7 @@ class AkazeJointOperator:
     def forward(self, x):
         """``(H, W)`` image to the ``(K, 486)`` differences ``v_a - v_b``."""
         values = self.cell_values(x).reshape(self.range_shape[0], 3 * N_CELLS)
-        return values[:, self._pairs[:, 0]] - values[:, self._pairs[:, 1]]
+        return (values[:, self._pairs[:, 0]] - values[:, self._pairs[:, 1]]) * self._test_weights
 
     def margins(self, x):
         """The differences whose signs are the bits (no thresholds): :meth:`forward`."""
@@ -215,7 +233,7 @@ class AkazeJointOperator:
 
     def adjoint(self, y):
         """``(K, 486)`` to the ``(H, W)`` image ``A^T y``."""
-        y = np.asarray(y, dtype=np.float32).reshape(self.range_shape)
+        y = np.asarray(y, dtype=np.float32).reshape(self.range_shape) * self._test_weights
         grads = np.asarray(self._differences @ y.T).T.reshape(-1, N_CELLS, 3)
         out = np.zeros(self.domain_shape, dtype=np.float32)
         for lv in self._levels:
@@ -231,3 +249,42 @@ class AkazeJointOperator:
                                                                                         lv.smoothing)
             self._area_adjoint(level, lv, out)
         return out
+
+
+def balanced_channel_weights(operator, *, probes=8, seed=0):
+    r"""Channel weights that give each channel's measurements the intensity channel's mean norm.
+
+    The squared norm of a functional :math:`a_i` is the mean of
+    :math:`(a_i^T z)^2` over white noise :math:`z` (Hutchinson's estimate,
+    ``probes`` images of a fixed ``seed``); per channel :math:`c`,
+    :math:`n_c = \sqrt{\mathrm{mean}_{i \in c} \lVert a_i \rVert^2}` and the
+    weight is :math:`w_c = n_0 / n_c` times the operator's own.
+
+    Parameters
+    ----------
+    operator : AkazeJointOperator
+    probes : int
+    seed : int
+
+    Returns
+    -------
+    tuple of float
+        ``(1, w_1, w_2)`` for an operator of unit weights.
+
+    Examples
+    --------
+    >>> from lbdviewer.features.keypoints import Keypoints
+    >>> from lbdviewer.libraries.akaze.model import Model
+    >>> op = AkazeJointOperator(Model(), Keypoints([40.0, 30.0], [30.0, 36.0], [4.8, 6.0], [0.0, 90.0], [0, 0]), (64, 80))
+    >>> weights = balanced_channel_weights(op)
+    >>> weights[0], bool(weights[1] > 2 and weights[2] > 2)
+    (1.0, True)
+    """
+    rng = np.random.default_rng(seed)
+    squares = np.zeros(operator.range_shape, dtype=np.float64)
+    for _ in range(int(probes)):
+        squares += operator.forward(rng.standard_normal(operator.domain_shape).astype(np.float32)) ** 2
+    norms = np.array([np.sqrt(squares[:, operator.test_channels == c].mean()) for c in range(3)])
+    if not np.all(norms > 0):
+        return operator.channel_weights
+    return tuple(float(w * norms[0] / n) for w, n in zip(operator.channel_weights, norms))
