@@ -12,7 +12,7 @@ alternates ``--chunk`` iterations of one and of the other until both finish,
 ``--rounds`` times. Each solve's seconds are the sum of its chunks; the ratio
 ``working tree / REV`` is the figure to quote, with whether both
 solves ended on bit-for-bit the same image (sign consistency only). ``--method likelihood`` runs
-the working tree's :class:`lbdviewer.solvers.image.joint.JointLikelihood`
+the working tree's :class:`lbdviewer.solvers.image.likelihood.JointLikelihood`
 (its default 160 iterations) or ``--method coherent``
 :class:`lbdviewer.solvers.image.coherence.JointCoherentContrast` (up to 3000) instead,
 against ``REV``'s sign consistency.
@@ -59,7 +59,16 @@ def export_revision(rev):
     return directory
 
 
-def _modules(package):
+def load_revision(rev):
+    """The modules of ``lbdviewer`` as of ``rev`` (:func:`revision_modules` of ``lbdviewer_rev``), importable now."""
+    directory = str(export_revision(rev))  # first: exporting may import modules that rebuild sys.path
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    importlib.invalidate_caches()
+    return revision_modules(RENAMED)
+
+
+def revision_modules(package):
     """The modules a joint solve needs, in the package layout of ``package`` (before or after the structure move)."""
     def load(name):
         return importlib.import_module(f"{package}.{name}")
@@ -67,11 +76,12 @@ def _modules(package):
     if importlib.util.find_spec(f"{package}.reconstruction") is not None:
         return {"patterns": load("patterns"), "reconstruct": load("reconstruction.image"),
                 "sites": load("reconstruction.sites"), "bits": load("bits"), "joint": load("operators.joint.operator"),
-                "whole_image": load("solvers.image.joint"), "coherence": "solvers.image.coherence"}
+                "whole_image": load("solvers.image.joint"), "coherence": "solvers.image.coherence",
+                "likelihood": "solvers.image.likelihood"}
     return {"patterns": load("patterns"), "reconstruct": load("reconstruct"), "sites": load("sites"),
             "bits": load("operators"), "joint": load("joint"),
             "whole_image": load("solvers.whole_image") if importlib.util.find_spec(f"{package}.solvers.whole_image")
-            else None, "coherence": "solvers.coherence"}
+            else None, "coherence": "solvers.coherence", "likelihood": "solvers.whole_image"}
 
 
 def make_solve(package, image, descriptor, method="consistency"):
@@ -79,7 +89,7 @@ def make_solve(package, image, descriptor, method="consistency"):
 
     Revisions before the solvers' ``whole_image`` module ran it as ``reconstruct.joint_consistency_steps``.
     """
-    modules = _modules(package)
+    modules = revision_modules(package)
     reconstruct = modules["reconstruct"]
     sites = modules["sites"].grid_sites(image.shape, patch_size=32, offset=8)
     pattern = modules["patterns"].make_pattern(descriptor, patch_size=32, m=512)
@@ -90,12 +100,17 @@ def make_solve(package, image, descriptor, method="consistency"):
         return lambda: reconstruct.joint_consistency_steps(operator, bits)
     if method == "likelihood":
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "likelihood")]
-        return lambda: whole_image.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
+        likelihood = importlib.import_module(f"{package}.{modules['likelihood']}")
+        return lambda: likelihood.JointLikelihood(operator, bits, sites, image.shape, iterations).steps()
     if method == "coherent":
         coherence = importlib.import_module(f"{package}.{modules['coherence']}")
         iterations = reconstruct.DEFAULT_ITERATIONS[("joint", "coherent")]
         return lambda: coherence.JointCoherentContrast(operator, bits, iterations=iterations).steps()
-    return lambda: whole_image.JointSignConsistency(operator, bits).steps()
+
+    def solve():  # the solver is built at the first step, so its set-up (orientation, regions) is timed too
+        yield from whole_image.JointSignConsistency(operator, bits).steps()
+
+    return solve
 
 
 def interleave(solves, rounds, chunk):

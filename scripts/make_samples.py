@@ -11,6 +11,21 @@ Real photographs are copied from :mod:`skimage.data` (offline, licences in
   high in two fonts on paper with faint noise (sigma 3 grey levels): flat,
   noisy regions where near-tie tests are decided by the noise.
 
+The generalisation set: scenes no solver setting was chosen on, made to
+resemble what a user photographs or screenshots (``scripts/readme_quality.py``
+scores them in the README's generalisation table):
+
+- ``whiteboard``: five marker lines, a box and an arrow on a board lit
+  unevenly (a window's light falling off across it: grey 120 to 235);
+- ``dark-screen``: a dark-mode settings screen, light text 9-13 pixels high
+  on grey 28 (a network name and its password);
+- ``receipt``: a shop receipt, dark text 9-14 pixels high on paper lying on
+  a darker table;
+- ``faces``: a 10 x 10 mosaic of the 100 faces of :func:`skimage.data.lfw_subset`,
+  each enlarged from 25 to 48 pixels;
+- ``plate``: the back of a car, a licence plate with dark letters 36 pixels
+  high on white (FAST keypoints gather on its letters).
+
 Run ``python scripts/make_samples.py`` from the repository root.
 """
 
@@ -36,6 +51,17 @@ DOCUMENT_LINES = (
 )
 PAPER = 236
 PAPER_NOISE = 3.0
+#: Lines of ``whiteboard.png``: (text, cap height in pixels); an arrow leads from the last to a box.
+WHITEBOARD_LINES = (("SPRINT GOALS", 28), ("FIX LOGIN PAGE", 22), ("REVIEW BUDGET", 22), ("CALL SUPPLIER", 22),
+                    ("DEMO ON FRIDAY", 22))
+#: Lines of ``dark-screen.png``: (text, cap height in pixels); the first is the window's title.
+DARK_SCREEN_LINES = (("WIFI SETTINGS", 13), ("NETWORK NAME HOMEBASE", 11), ("PASSWORD PURPLE TIGER", 11),
+                     ("SECURITY WPA PERSONAL", 10), ("ROUTER ADMIN ROOT", 10), ("GUEST KEY MAPLE STORM", 10))
+#: Lines of ``receipt.png``: (text, cap height in pixels); digits are printed but not read (letters only count).
+RECEIPT_LINES = (("CORNER CAFE", 16), ("ESPRESSO 2.40", 12), ("CROISSANT 1.90", 12), ("ORANGE JUICE 3.50", 12),
+                 ("TOTAL 7.80", 14), ("CARD VISA", 12), ("THANK YOU", 12))
+#: The characters of ``plate.png``'s licence plate.
+PLATE_TEXT = "KX 482 JD"
 
 
 def shapes_image(size=256):
@@ -77,6 +103,105 @@ def document_image(lines=DOCUMENT_LINES, *, width=512, height=384, seed=11):
     return np.clip(np.round(image), 0, 255).astype(np.uint8)
 
 
+def _text_lines(image, lines, *, left, top, gap, value, font=cv2.FONT_HERSHEY_SIMPLEX, thickness=None):
+    """Draw ``(text, cap height)`` lines with their top ``gap`` pixels apart from ``top``; returns their boxes."""
+    boxes = []
+    for text, cap in lines:
+        scale = cap / cv2.getTextSize("H", font, 1.0, 1)[0][1]
+        weight = max(1, round(cap / 10)) if thickness is None else thickness
+        baseline = top + cap
+        cv2.putText(image, text, (left, baseline), font, scale, value, weight, lineType=cv2.LINE_AA)
+        (width, _), _ = cv2.getTextSize(text, font, scale, weight)
+        boxes.append((left, top, left + width, baseline))
+        top = baseline + gap
+    return boxes
+
+
+def whiteboard_image(lines=WHITEBOARD_LINES, *, width=512, height=384, seed=3):
+    """Marker text, a box and an arrow on a white board under uneven light (see the module notes).
+
+    The picture is light times reflectance: the board reflects 0.95, the marker
+    0.12; the light falls off smoothly from a window at the top left (0.52 to
+    1.0 of full), then the camera adds noise of 1.5 grey levels.
+    """
+    rows, cols = np.mgrid[0:height, 0:width].astype(np.float64)
+    distance = np.hypot((cols + 80.0) / width, (rows + 60.0) / height)
+    light = 0.52 + 0.48 * np.exp(-0.9 * distance ** 2)
+    ink = np.zeros((height, width), dtype=np.uint8)
+    boxes = _text_lines(ink, lines, left=34, top=40, gap=40, value=255)
+    cv2.rectangle(ink, (372, 150), (478, 236), 255, 3, lineType=cv2.LINE_AA)
+    last = boxes[-1]
+    cv2.arrowedLine(ink, (last[2] + 16, (last[1] + last[3]) // 2), (420, 246), 255, 3, line_type=cv2.LINE_AA,
+                    tipLength=0.12)
+    reflectance = 0.95 - (0.95 - 0.12) * (ink / 255.0)
+    noise = np.random.default_rng(seed).normal(0.0, 1.5, (height, width))
+    return np.clip(np.round(255.0 * light * reflectance + noise), 0, 255).astype(np.uint8)
+
+
+def dark_screen_image(lines=DARK_SCREEN_LINES, *, width=512, height=384):
+    """A dark-mode settings window: light text on grey 28, a title bar, a button and a switch."""
+    image = np.full((height, width), 28, dtype=np.uint8)
+    image[:44] = 46
+    title, *body = lines
+    _text_lines(image, [title], left=20, top=16, gap=0, value=235, thickness=1)
+    _text_lines(image, body, left=28, top=78, gap=38, value=214, thickness=1)
+    cv2.rectangle(image, (360, 318), (480, 352), 70, -1)
+    cv2.circle(image, (452, 116), 11, 120, -1, lineType=cv2.LINE_AA)
+    cv2.rectangle(image, (430, 105), (474, 127), 120, 1, lineType=cv2.LINE_AA)
+    return image
+
+
+def receipt_image(lines=RECEIPT_LINES, *, width=384, height=512, seed=7):
+    """A receipt (dark print on slightly grey paper, a dashed rule) lying on a darker, grainy table."""
+    rng = np.random.default_rng(seed)
+    table = cv2.GaussianBlur(rng.normal(0.0, 14.0, (height, width)), (0, 0), 6.0)
+    image = 88.0 + table + np.linspace(-12.0, 12.0, width)[None, :]
+    left, right = 40, 344
+    paper = 238.0 - np.linspace(0.0, 14.0, height)[:, None] * np.ones((1, right - left))
+    image[:, left:right] = paper
+    ink = np.zeros((height, width), dtype=np.uint8)
+    _text_lines(ink, lines[:1], left=left + 38, top=34, gap=0, value=255, thickness=2)
+    boxes = _text_lines(ink, lines[1:], left=left + 20, top=92, gap=30, value=255, thickness=2)
+    for x in range(left + 16, right - 16, 12):
+        cv2.line(ink, (x, boxes[2][3] + 15), (x + 6, boxes[2][3] + 15), 255, 1)
+    image = image - (image - 40.0) * (ink / 255.0) + rng.normal(0.0, 1.0, (height, width))
+    return np.clip(np.round(image), 0, 255).astype(np.uint8)
+
+
+def faces_image(*, tile=48, across=10):
+    """The 100 faces of :func:`skimage.data.lfw_subset` (25 x 25 each), enlarged to ``tile`` and tiled."""
+    faces = skimage.data.lfw_subset()[:across * across]
+    tiles = [cv2.resize((255 * face).astype(np.float32), (tile, tile), interpolation=cv2.INTER_CUBIC)
+             for face in faces]
+    rows = [np.hstack(tiles[r * across:(r + 1) * across]) for r in range(across)]
+    return np.clip(np.round(np.vstack(rows)), 0, 255).astype(np.uint8)
+
+
+def plate_image(text=PLATE_TEXT, *, width=512, height=384, seed=5):
+    """The back of a car: grey body lit from above, dark rear window, bumper, lights and a white plate."""
+    rows = np.arange(height, dtype=np.float64)[:, None] * np.ones((1, width))
+    image = 150.0 - 50.0 * rows / height
+    image[:120, 60:452] = 42.0 + 0.1 * rows[:120, 60:452]
+    image[300:352] = 62.0
+    for x in (20, 412):
+        image[160:220, x:x + 80] = 92.0
+    image[190:262, 110:402] = 246.0
+    ink = np.zeros((height, width), dtype=np.uint8)
+    cv2.rectangle(ink, (110, 190), (401, 261), 255, 2)
+    font = cv2.FONT_HERSHEY_DUPLEX
+    scale = 36 / cv2.getTextSize("H", font, 1.0, 1)[0][1]
+    (text_width, _), _ = cv2.getTextSize(text, font, scale, 4)
+    cv2.putText(ink, text, (256 - text_width // 2, 244), font, scale, 255, 4, lineType=cv2.LINE_AA)
+    image = image - (image - 12.0) * (ink / 255.0)
+    image = cv2.GaussianBlur(image, (0, 0), 0.8) + np.random.default_rng(seed).normal(0.0, 1.5, (height, width))
+    return np.clip(np.round(image), 0, 255).astype(np.uint8)
+
+
+#: The generalisation set: file name -> its drawing function.
+GENERALISATION = {"whiteboard": whiteboard_image, "dark-screen": dark_screen_image, "receipt": receipt_image,
+                  "faces": faces_image, "plate": plate_image}
+
+
 def main():
     RESOURCES.mkdir(exist_ok=True)
     cv2.imwrite(str(RESOURCES / "camera.png"), skimage.data.camera())
@@ -84,6 +209,8 @@ def main():
     cv2.imwrite(str(RESOURCES / "shapes.png"), shapes_image())
     cv2.imwrite(str(RESOURCES / "book-titles.png"), book_titles_image())
     cv2.imwrite(str(RESOURCES / "document.png"), document_image())
+    for name, draw in GENERALISATION.items():
+        cv2.imwrite(str(RESOURCES / f"{name}.png"), draw())
 
 
 if __name__ == "__main__":

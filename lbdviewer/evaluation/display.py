@@ -26,9 +26,13 @@ are only defined up to them. The rule:
   pixels go to 0 and 1 (clipped), as in the paper.
 * **Originals** are shown as they are (:func:`display_original`).
 
-In every case pixels no patch covers are 0 (black), and the mapping is affine
-on the covered pixels: ``clip(gain * x + offset, 0, 1)``; :class:`Stretched`
-keeps ``gain`` and ``offset`` so a sidecar can record them exactly.
+Pixels no patch covers are 0 (black) by default, which shows the coverage;
+``uncovered="neutral"`` draws them at the stretched median of the covered
+pixels instead, so that a reader (and OCR) sees a keypoint-only reconstruction's
+background as background whatever its polarity. The mapping is affine on
+the covered pixels: ``clip(gain * x + offset, 0, 1)``; :class:`Stretched`
+keeps ``gain``, ``offset`` and the uncovered rule so a sidecar can record
+them exactly.
 """
 
 from __future__ import annotations
@@ -37,12 +41,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lbdviewer._validation import check_choice
 from lbdviewer.evaluation.metrics import fit_gain_offset
 
 #: Percentiles of the covered pixels mapped to 0 and 1 when there is no original.
 PERCENTILES = (0.5, 99.5)
 #: Names of the rules, as :attr:`Stretched.rule` gives them.
 RULES = ("fit", "percentile", "none")
+#: How pixels no patch covers are drawn: black (the coverage shown) or at the covered pixels' median.
+UNCOVERED = ("black", "neutral")
 
 _FIT_DESCRIPTION = "gain/offset fitted to the original (mean and spread matched over covered pixels)"
 _PERCENTILE_DESCRIPTION = "percentile stretch 0.5\u201399.5 % of covered pixels"
@@ -57,7 +64,8 @@ class Stretched:
     Attributes
     ----------
     image : ndarray of float64, shape (H, W)
-        Grey levels in ``[0, 1]``; uncovered pixels are 0.
+        Grey levels in ``[0, 1]``; uncovered pixels are 0, or the covered
+        median (``uncovered``).
     rule : {"fit", "percentile", "none"}
         Which branch of the display rule was applied.
     description : str
@@ -67,6 +75,8 @@ class Stretched:
         ``clip(gain * x + offset, 0, 1)``.
     clipped_fraction : float
         Share of covered pixels that the clipping changed (0 for ``"none"``).
+    uncovered : {"black", "neutral"}
+        How pixels no patch covers were drawn.
     """
 
     image: np.ndarray
@@ -75,6 +85,7 @@ class Stretched:
     gain: float
     offset: float
     clipped_fraction: float
+    uncovered: str = "black"
 
     def record(self):
         """The stretch as a dict for a sidecar (see :mod:`lbdviewer.evaluation.records`).
@@ -86,7 +97,8 @@ class Stretched:
         """
         return {"rule": self.rule, "description": self.description, "gain": self.gain,
                 "offset": self.offset, "clipped_fraction": self.clipped_fraction,
-                "percentiles": list(PERCENTILES) if self.rule == "percentile" else None}
+                "percentiles": list(PERCENTILES) if self.rule == "percentile" else None,
+                "uncovered": self.uncovered}
 
 
 def _check_image(name, image, shape=None):
@@ -100,14 +112,15 @@ def _check_image(name, image, shape=None):
     return array
 
 
-def _apply(image, mask, gain, offset, rule, description):
+def _apply(image, mask, gain, offset, rule, description, uncovered):
     mapped = gain * image + offset
     clipped = np.clip(mapped, 0.0, 1.0)
     covered = int(mask.sum())
     changed = int(np.count_nonzero((np.abs(clipped - mapped) > 1e-12) & mask))  # not rounding noise
-    out = np.where(mask, clipped, 0.0)
+    fill = float(np.median(clipped[mask])) if uncovered == "neutral" and covered else 0.0
+    out = np.where(mask, clipped, fill)
     return Stretched(image=out, rule=rule, description=description, gain=float(gain), offset=float(offset),
-                     clipped_fraction=changed / covered if covered else 0.0)
+                     clipped_fraction=changed / covered if covered else 0.0, uncovered=uncovered)
 
 
 def percentile_gain_offset(image, mask, percentiles=PERCENTILES):
@@ -142,7 +155,7 @@ def matched_gain_offset(image, reference, mask):
     return gain, float(r.mean() - gain * x.mean())
 
 
-def display_stretch(image, *, mask=None, reference=None):
+def display_stretch(image, *, mask=None, reference=None, uncovered="black"):
     """Map a reconstruction to grey levels for display, by the one display rule.
 
     Parameters
@@ -156,6 +169,10 @@ def display_stretch(image, *, mask=None, reference=None):
         The original. When given, the estimate's mean and spread are matched
         to it (rule ``"fit"``); otherwise the 0.5/99.5 percentiles are
         stretched to 0 and 1 (rule ``"percentile"``).
+    uncovered : {"black", "neutral"}
+        Pixels outside ``mask``: 0, which shows the coverage (default), or
+        the median of the stretched covered pixels (a keypoint-only
+        reconstruction read as a page: see :mod:`lbdviewer.features.invert`).
 
     Returns
     -------
@@ -173,7 +190,7 @@ def display_stretch(image, *, mask=None, reference=None):
     (:func:`lbdviewer.evaluation.metrics.fit_gain_offset`) is positive; otherwise the
     percentile rule is used and the description says why. Without, ``a = 1 / (p_hi - p_lo)``
     and ``c = -p_lo a`` with ``p`` the 0.5 and 99.5 percentiles. Output:
-    ``clip(a x + c, 0, 1)`` on ``mask``, 0 elsewhere. No covered pixel: all 0.
+    ``clip(a x + c, 0, 1)`` on ``mask``, 0 (or its median) elsewhere. No covered pixel: all 0.
 
     Examples
     --------
@@ -183,7 +200,11 @@ def display_stretch(image, *, mask=None, reference=None):
     ('fit', [[0.0, 0.5, 1.0]], 0.05)
     >>> display_stretch(np.array([[3.0, 1.0, 2.0]])).rule
     'percentile'
+    >>> mask = np.array([[True, True, False]])
+    >>> display_stretch(np.array([[0.0, 1.0, 5.0]]), mask=mask, uncovered="neutral").image.round(3).tolist()
+    [[0.0, 1.0, 0.5]]
     """
+    check_choice("uncovered", uncovered, UNCOVERED)
     image = _check_image("image", image)
     mask = np.ones(image.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if mask.shape != image.shape:
@@ -196,11 +217,11 @@ def display_stretch(image, *, mask=None, reference=None):
         least_squares_gain, _ = fit_gain_offset(reference, image, mask=mask)
         if least_squares_gain > 0:
             gain, offset = matched_gain_offset(image, reference, mask)
-            return _apply(image, mask, gain, offset, "fit", _FIT_DESCRIPTION)
+            return _apply(image, mask, gain, offset, "fit", _FIT_DESCRIPTION, uncovered)
         gain, offset = percentile_gain_offset(image, mask)
-        return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION + _FALLBACK_NOTE)
+        return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION + _FALLBACK_NOTE, uncovered)
     gain, offset = percentile_gain_offset(image, mask)
-    return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION)
+    return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION, uncovered)
 
 
 def display_original(image):
@@ -213,7 +234,7 @@ def display_original(image):
     ([[0.25, 1.0]], 'shown as stored (no stretch)')
     """
     image = _check_image("image", image)
-    return _apply(image, np.ones(image.shape, dtype=bool), 1.0, 0.0, "none", _NONE_DESCRIPTION)
+    return _apply(image, np.ones(image.shape, dtype=bool), 1.0, 0.0, "none", _NONE_DESCRIPTION, "black")
 
 
 def difference_image(original, shown, *, mask=None):

@@ -16,7 +16,9 @@ keypoint's patch covers:
     legibility: of the title lines of a text sample (``book-titles``), how
     many ``tesseract`` reads back from the reconstruction of that sample's
     own feature file, shown as a person sees it
-    (:func:`lbdviewer.evaluation.display.display_stretch`) (a line counts when an OCR line matches it with a
+    (:func:`lbdviewer.evaluation.display.display_stretch`, uncovered pixels at
+    the covered median), as it is or inverted, whichever reads more
+    (:func:`lbdviewer.evaluation.ocr.read_lines`) (a line counts when an OCR line matches it with a
     :class:`difflib.SequenceMatcher` ratio of at least :data:`MATCH_RATIO`,
     upper case, letters and single spaces only); None without tesseract.
 
@@ -34,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from lbdviewer.evaluation.display import display_stretch
-from lbdviewer.evaluation.ocr import lines_read, ocr_text
+from lbdviewer.evaluation.ocr import read_lines
 from lbdviewer.features.files import load_features, save_features
 from lbdviewer.libraries.registry import DESCRIPTORS
 
@@ -46,10 +48,10 @@ BOOK_TITLES = ("MOBY DICK", "DRACULA", "THE HOBBIT", "ULYSSES")
 class LeakRow:
     """What one descriptor's feature file gives away (see the module notes).
 
-    ``reconstruction`` (the image rebuilt from the features, ``[0, 1]``, 0
-    where uncovered) and ``covered`` are kept for figures, and ``solver``
-    (:func:`lbdviewer.evaluation.records.solver_record` of the inversion) for
-    their records; :meth:`as_dict` leaves them out.
+    ``reconstruction`` (the image rebuilt from the features, ``[0, 1]``, the
+    covered median where uncovered) and ``covered`` are kept for figures, and
+    ``solver`` (:func:`lbdviewer.evaluation.records.solver_record` of the
+    inversion) for their records; :meth:`as_dict` leaves them out.
     """
 
     descriptor: str
@@ -120,8 +122,9 @@ def leak_row(image, descriptor, *, n_keypoints=500, text_image=None, titles=BOOK
         read = None
         if ocr and text_image is not None:
             _, text_result, _ = _invert_through_file(text_image, descriptor, n_keypoints, folder, iterations)
-            text = ocr_text(display_stretch(text_result.image, mask=text_result.covered).image)
-            read = None if text is None else lines_read(text, titles)[0]
+            shown = display_stretch(text_result.image, mask=text_result.covered, uncovered="neutral").image
+            reading = read_lines(shown, titles)
+            read = None if reading is None else reading.count
     metrics = image_metrics(image, result.image, mask=result.covered) if result.covered.any() else {}
     return LeakRow(descriptor=descriptor, keypoints=len(features.keypoints), n_bits=int(features.n_bits),
                    file_bytes=int(size), correlation=float(metrics.get("correlation", np.nan)),

@@ -4,7 +4,10 @@ Text is compared after :func:`normalise_text` (upper case, letters and digits,
 single spaces). A line of an expected text is *read* when some OCR line matches
 it with a :class:`difflib.SequenceMatcher` ratio of at least :data:`MATCH_RATIO`
 (:func:`lines_read`); a whole text's similarity is the same ratio over all of it
-(:func:`text_similarity`).
+(:func:`text_similarity`). Bits carry no sign of contrast a reader could not
+flip, and tesseract reads dark text on light: :func:`read_lines` reads an
+image and its negative and keeps the better (light text on a dark screen,
+rebuilt from its keypoints, read 0 of 6 lines as written).
 
 Whether an image holds text at all is read from tesseract's word confidences
 (its TSV output, :func:`ocr_words`): :func:`legible_lines` keeps the words read
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 import shutil
 import subprocess
 import tempfile
@@ -29,8 +33,8 @@ import numpy as np
 
 from lbdviewer.io.images import save_png
 
-__all__ = ["MATCH_RATIO", "MIN_CONFIDENCE", "MIN_LETTERS", "OCR_TIMEOUT", "legible_lines", "lines_read",
-           "normalise_text", "ocr_available", "ocr_text", "ocr_words", "text_similarity"]
+__all__ = ["MATCH_RATIO", "MIN_CONFIDENCE", "MIN_LETTERS", "OCR_TIMEOUT", "LinesRead", "legible_lines", "lines_read",
+           "normalise_text", "ocr_available", "ocr_text", "ocr_words", "read_lines", "text_similarity"]
 
 #: Seconds tesseract may spend on one image.
 OCR_TIMEOUT = 60
@@ -199,3 +203,49 @@ def text_similarity(original, reconstruction):
     if not a:
         return None
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+@dataclass(frozen=True)
+class LinesRead:
+    """What OCR read of an image's expected lines, in the better of its two polarities (:func:`read_lines`).
+
+    Attributes
+    ----------
+    count : int
+        Lines read (:func:`lines_read`).
+    ratios : list of float
+        Best match ratio of each expected line.
+    text : str
+        What tesseract printed for that polarity.
+    inverted : bool
+        Whether the negative (``1 - image``) was the better read.
+    """
+
+    count: int
+    ratios: list
+    text: str
+    inverted: bool
+
+
+def read_lines(image, lines, *, psm=6):
+    """OCR of ``image`` (``[0, 1]``) and of its negative: the :class:`LinesRead` with more ``lines`` read.
+
+    Ties go to the image as it is; then to the higher sum of ratios. None
+    when tesseract is not installed.
+
+    Raises
+    ------
+    RuntimeError
+        As :func:`ocr_text`.
+    """
+    image = np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0)
+    best = None
+    for inverted in (False, True):
+        text = ocr_text(1.0 - image if inverted else image, psm=psm)
+        if text is None:
+            return None
+        count, ratios = lines_read(text, lines)
+        candidate = LinesRead(count=count, ratios=[float(r) for r in ratios], text=text, inverted=inverted)
+        if best is None or (count, sum(ratios)) > (best.count, sum(best.ratios)):
+            best = candidate
+    return best

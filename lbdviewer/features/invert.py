@@ -37,7 +37,8 @@ measurements: the joint solve minimises the flip-aware likelihood of
 Each pattern is first cut down to the square that its fields read
 (:func:`trimmed`): FREAK's patterns share the patch of the largest keypoint,
 which would otherwise count pixels no field reads as covered. Pixels no
-keypoint's patch covers are 0 in the result.
+keypoint's patch covers hold the median of the covered ones in the result
+(:func:`neutral_uncovered`); ``result.covered`` says which they are.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from lbdviewer._validation import check_choice, check_fraction, check_iterations
-from lbdviewer.features.invert_akaze import iter_invert_akaze
+from lbdviewer.features.invert_akaze import iter_invert_akaze, iter_invert_akaze_joint
 from lbdviewer.features.progress import InversionProgress
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.operators.descriptor import DescriptorOperator, field_bounds
@@ -275,13 +276,17 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     ------
     InversionProgress
         The last one carries the :class:`lbdviewer.reconstruction.image.ImageResult`
-        (image in ``[0, 1]``, 0 where no keypoint's patch reaches; covered
-        mask; ``params`` with every parameter, the descriptor and the number
-        of keypoints, and the joint solver's ``solver_settings`` (None
-        patchwise and for AKAZE); ``iterations_run``: the iterations the solver really
+        (image in ``[0, 1]``, neutral where no keypoint's patch reaches: the
+        median of the covered pixels, :func:`neutral_uncovered`; the covered
+        mask; ``params`` with every parameter, the descriptor, the number of
+        keypoints, what the uncovered pixels hold (``uncovered``: rule, value,
+        count) and the joint solver's ``solver_settings`` (None
+        patchwise and for AKAZE's closed form); ``iterations_run``: the iterations the solver really
         ran, the most any keypoint ran for ``"patches"``, fewer than
-        ``iterations`` when it stopped early). AKAZE's inversion is closed
-        form: it records 0 iterations requested and run.
+        ``iterations`` when it stopped early). AKAZE's patchwise inversion
+        is closed form: it records 0 iterations requested and run; its joint
+        one is sign consistency on its own operator
+        (:func:`lbdviewer.features.invert_akaze.iter_invert_akaze_joint`).
 
     Raises
     ------
@@ -309,7 +314,9 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
     started = time.perf_counter()
     if features.descriptor == "akaze" and features.bit_positions() is not None:
         raise ValueError("an AKAZE file that holds a subset of the bits (params['bit_positions']) cannot be inverted")
-    if features.descriptor == "akaze":  # no field pattern: each keypoint alone at its scale, in both modes
+    if features.descriptor == "akaze" and mode == "joint":  # no field pattern: its own joint operator
+        items = iter_invert_akaze_joint(features, int(iterations))
+    elif features.descriptor == "akaze":  # each keypoint alone at its scale, in closed form
         method, items, iterations = "akaze-cell-ranks", iter_invert_akaze(features), 0  # no iterative solve
     else:
         patterns = []  # thresholded patterns (BEBLID, TEBLID) carry their t to the solvers
@@ -328,17 +335,56 @@ def iter_invert_features(features, *, mode="joint", iterations=None, sparsity=0.
             yield item
         else:
             image, covered, consistency, ran, settings = item
+    image, neutral = neutral_uncovered(np.clip(image, 0.0, 1.0), covered)
     params = {"descriptor": features.descriptor, "keypoints": len(features.keypoints), "mode": mode,
               "method": method, "iterations": int(iterations), "sparsity": float(sparsity),
-              "image_shape": list(features.image_shape), "solver_settings": settings}
+              "image_shape": list(features.image_shape), "solver_settings": settings,
+              "uncovered": {"rule": "covered median", "value": neutral,
+                            "pixels": int(np.size(covered) - np.count_nonzero(covered))}}
     if flip_rate:
         params["flip_rate"] = flip_rate
     if features.bit_positions() is not None:
         params["bits_released"] = int(features.n_bits)
-    result = ImageResult(image=np.where(covered, np.clip(image, 0.0, 1.0), 0.0), covered=covered, mode=mode,
+    result = ImageResult(image=image, covered=covered, mode=mode,
                          method=method, iterations=int(iterations), solver_bit_consistency=consistency,
                          seconds=time.perf_counter() - started, params=params, iterations_run=int(ran))
     yield InversionProgress(done=1, total=1, image=result.image, result=result, iterations_run=int(ran))
+
+
+def neutral_uncovered(image, covered):
+    """``image`` with the pixels no keypoint covers set to the median of the covered ones, and that median.
+
+    Bits say nothing of the pixels outside every keypoint's patch. Drawn
+    black they read as the darkest ink: a dark-mode screen rebuilt from its
+    keypoints, light text on dark, came out as a dark page with black holes,
+    and tesseract read its light text as background (0 of 6 lines). At the
+    covered median they read as background, whatever the polarity.
+
+    Parameters
+    ----------
+    image : array_like, shape (H, W)
+    covered : array_like of bool, shape (H, W)
+
+    Returns
+    -------
+    image : ndarray of float64, shape (H, W)
+    value : float or None
+        The median written (None when no pixel is covered: the image is returned as it is).
+
+    Examples
+    --------
+    >>> image, value = neutral_uncovered(np.array([[0.2, 0.9, 0.0]]), np.array([[True, True, False]]))
+    >>> image.tolist(), value
+    ([[0.2, 0.9, 0.55]], 0.55)
+    """
+    image = np.asarray(image, dtype=np.float64)
+    covered = np.asarray(covered, dtype=bool)
+    if covered.shape != image.shape:
+        raise ValueError(f"covered must have the image's shape {image.shape}, got {covered.shape}")
+    if not covered.any():
+        return image.copy(), None
+    value = float(np.median(image[covered]))
+    return np.where(covered, image, value), value
 
 
 def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4, flip_rate=0.0):
@@ -362,7 +408,8 @@ def _check_flip_rate(flip_rate, features, mode):
     if flip_rate and mode != "joint":
         raise ValueError(f"flip_rate needs mode 'joint' (the likelihood solves the whole image), got {mode!r}")
     if flip_rate and features.descriptor == "akaze":
-        raise ValueError("flip_rate is not supported for AKAZE files (their inversion is closed form)")
+        raise ValueError("flip_rate is not supported for AKAZE files (neither their closed form nor their joint "
+                         "operator weighs flipped bits)")
     return float(flip_rate)
 
 

@@ -440,15 +440,31 @@ class DisplayChoice:
 
     ``stretch`` True maps an estimate by :func:`lbdviewer.evaluation.display.display_stretch`
     (fitted to the original when there is one, else percentiles); False shows it as solved.
+    A result that records what its uncovered pixels hold (a feature file's
+    inversion: ``params["uncovered"]``) shows them at the covered median,
+    as it holds them (:func:`uncovered_rule`); View's "uncovered" tints them.
     """
 
     stretch: bool = True
 
-    def apply(self, estimate, *, reference=None, mask=None):
+    def apply(self, estimate, *, reference=None, mask=None, uncovered="black"):
         """The :class:`~lbdviewer.evaluation.display.Stretched` of ``estimate`` by this rule."""
         if self.stretch:
-            return display_stretch(estimate, mask=mask, reference=reference)
+            return display_stretch(estimate, mask=mask, reference=reference, uncovered=uncovered)
         return display_original(estimate)
+
+
+def uncovered_rule(result):
+    """``"neutral"`` for a result whose uncovered pixels hold the covered median (``params["uncovered"]``), else ``"black"``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> uncovered_rule(SimpleNamespace(params={"uncovered": {"rule": "covered median"}})), uncovered_rule(None)
+    ('neutral', 'black')
+    """
+    params = getattr(result, "params", None) or {}
+    return "neutral" if params.get("uncovered") else "black"
 
 
 def with_display(items, choice, *, reference=None, mode="joint", every=DISPLAY_SECONDS, clock=time.monotonic):
@@ -477,6 +493,7 @@ def with_display(items, choice, *, reference=None, mode="joint", every=DISPLAY_S
                 mask = result.covered
             else:
                 mask = image != 0 if mode == "patches" else None
-            shown, mapped, at = choice.apply(image, reference=reference, mask=mask), image, clock()
+            shown = choice.apply(image, reference=reference, mask=mask, uncovered=uncovered_rule(result))
+            mapped, at = image, clock()
         yield WholeUpdate(update.fraction, update.image, result, update.metrics, update.iterations_run,
                           update.metrics_pending, update.stage, shown)

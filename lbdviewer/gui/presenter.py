@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from lbdviewer.gui.jobs import DisplayChoice
+from lbdviewer.gui.jobs import DisplayChoice, uncovered_rule
 from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.overlay import pattern_overlay
 from lbdviewer.patterns.base import pair_label, pair_number
@@ -68,7 +68,7 @@ class SessionPresenter:
             "reconstruction": self.whole.result,
         }
 
-    def display(self, estimate, *, reference=None, mask=None):
+    def display(self, estimate, *, reference=None, mask=None, uncovered="black"):
         """``(array, levels, record)`` to show an estimate by the one display rule (:mod:`lbdviewer.evaluation.display`).
 
         With View > Stretch on: fitted to the original when there is one,
@@ -76,7 +76,7 @@ class SessionPresenter:
         the rule for the exports' run records.
         """
         self.choice.stretch = self.stretch.isChecked()
-        shown = self.choice.apply(estimate, reference=reference, mask=mask)
+        shown = self.choice.apply(estimate, reference=reference, mask=mask, uncovered=uncovered)
         return shown.image, (0.0, 1.0), shown.record()
 
     def redraw_runs(self):
@@ -325,7 +325,8 @@ class SessionPresenter:
             else:
                 covered = None
             reference = self.session.image if self.session.has_pixels else None
-            shown, levels, display = self.display(run.estimate, reference=reference, mask=covered)
+            shown, levels, display = self.display(run.estimate, reference=reference, mask=covered,
+                                                  uncovered=uncovered_rule(run.result))
             panel.result.show_array(shown, levels=levels, metadata={"status": run.status, "stale": run.stale,
                                                                     "display": display})
         # Outdated: faint; unfinished (running, cancelled): half; a current result: as it is.

@@ -23,7 +23,7 @@ def sample_images():
     Examples
     --------
     >>> sorted(sample_images())
-    ['astronaut', 'book-titles', 'camera', 'document', 'shapes']
+    ['astronaut', 'book-titles', 'camera', 'dark-screen', 'document', 'faces', 'plate', 'receipt', 'shapes', 'whiteboard']
     """
     return {path.stem: path for path in sorted(RESOURCES.glob(f"*{SAMPLE_SUFFIX}"))}
 

@@ -35,7 +35,8 @@ from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.patch.biht import BIHT
 from lbdviewer.solvers.image.coherence import JointCoherentContrast
 from lbdviewer.solvers.image.joint import (COARSE_SPACING, JOINT_ITERATIONS, CoarseToDense, FlatRange, JointBIHT,
-                                           JointLikelihood)
+                                           default_joint_iterations)
+from lbdviewer.solvers.image.likelihood import JointLikelihood
 
 MODES = ("joint", "patches")
 METHODS = ("consistency", "likelihood", "coherent", "biht", "primal-dual")
@@ -253,13 +254,15 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
     method : {"consistency", "likelihood", "coherent", "biht", "primal-dual"}, optional
         Default :func:`default_method`. BIHT, consistency, likelihood and
         coherent need bits; consistency, likelihood (bits as noisy signs,
-        :class:`lbdviewer.solvers.image.joint.JointLikelihood`) and coherent
+        :class:`lbdviewer.solvers.image.likelihood.JointLikelihood`) and coherent
         (low-TV consistency, then contrast in proportion to the evidence of
         structure, :class:`lbdviewer.solvers.image.coherence.JointCoherentContrast`)
         solve only the joint whole image; primal-dual takes bits or real values.
     iterations : int, optional
         Default ``DEFAULT_ITERATIONS[(mode, method)]`` (paper: 200 BIHT,
-        1000 primal-dual per patch).
+        1000 primal-dual per patch); the joint sign consistency's is
+        :func:`~lbdviewer.solvers.image.joint.default_joint_iterations`
+        (300 on a grid, 200 at keypoints).
     sparsity : float
         Share of Haar coefficients BIHT keeps (paper: 0.4).
     lam : float
@@ -298,7 +301,10 @@ def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, me
         raise ValueError(f"method {method!r} needs binary descriptors, got real values (use 'primal-dual')")
     if method in WHOLE_IMAGE_METHODS and mode != "joint":
         raise ValueError(f"method {method!r} solves the whole image at once: use mode 'joint'")
-    iterations = DEFAULT_ITERATIONS[(mode, method)] if iterations is None else check_iterations(iterations)
+    if iterations is None:
+        iterations = (default_joint_iterations(sites) if (mode, method) == ("joint", "consistency")
+                      else DEFAULT_ITERATIONS[(mode, method)])
+    iterations = check_iterations(iterations)
     params = {"mode": mode, "method": method, "iterations": iterations, "sparsity": float(sparsity),
               "lam": float(lam), "sites": int(len(sites)), "m": int(m), "binary": kind != "real",
               "patch_size": sorted({int(p.patch_size) for p in unique})}

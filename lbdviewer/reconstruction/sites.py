@@ -120,6 +120,24 @@ def coarser_grid(sites, *, spacing=8):
     return np.isin(sites[:, 0], kept_rows) & np.isin(sites[:, 1], kept_cols)
 
 
+def is_grid(sites):
+    """Whether ``sites`` are a whole regular grid: every pair of its rows and columns, evenly spaced.
+
+    The last row and column may sit closer to the one before (flush with the
+    border, as :func:`grid_sites` puts them).
+
+    Examples
+    --------
+    >>> is_grid(grid_sites((40, 72), patch_size=32, offset=8)), is_grid([[0, 0], [3, 5]])
+    (True, False)
+    """
+    sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
+    rows, cols = np.unique(sites[:, 0]), np.unique(sites[:, 1])
+    if len(sites) != len(rows) * len(cols) or len(np.unique(sites, axis=0)) != len(sites):
+        return False
+    return all(len(np.unique(np.diff(axis)[:-1])) <= 1 for axis in (rows, cols))
+
+
 def sites_from_points(points, shape, *, patch_size=32):
     """Sites of patches centred on points ``(x, y)``; points too near the border are dropped.
 

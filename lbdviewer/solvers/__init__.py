@@ -15,7 +15,7 @@ __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     "BitLikelihood": "image.likelihood",
     "JointBIHT": "image.joint",
     "JointSignConsistency": "image.joint",
-    "JointLikelihood": "image.joint",
+    "JointLikelihood": "image.likelihood",
     "CoarseToDense": "image.joint",
     "FlatRange": "image.joint",
     "JointCoherentContrast": "image.coherence",

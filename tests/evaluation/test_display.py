@@ -73,7 +73,20 @@ def test_originals_are_shown_as_they_are():
 def test_record_names_the_rule_and_the_map():
     record = display_stretch(_ramp() * 2).record()
     assert record["rule"] == "percentile" and record["percentiles"] == [0.5, 99.5]
-    assert set(record) == {"rule", "description", "gain", "offset", "clipped_fraction", "percentiles"}
+    assert set(record) == {"rule", "description", "gain", "offset", "clipped_fraction", "percentiles", "uncovered"}
+    assert record["uncovered"] == "black"
+
+
+def test_uncovered_pixels_are_black_or_the_covered_median():
+    image = _ramp()
+    mask = np.zeros(image.shape, dtype=bool)
+    mask[:, : image.shape[1] // 2] = True
+    black = display_stretch(image, mask=mask)
+    neutral = display_stretch(image, mask=mask, uncovered="neutral")
+    np.testing.assert_array_equal(black.image[mask], neutral.image[mask])
+    assert np.all(black.image[~mask] == 0.0)
+    assert np.allclose(neutral.image[~mask], np.median(neutral.image[mask]))
+    assert 0.2 < neutral.image[~mask][0] < 0.8 and neutral.record()["uncovered"] == "neutral"
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -81,6 +94,7 @@ def test_record_names_the_rule_and_the_map():
     ({"image": np.array([[0.0, np.nan]])}, "image must be finite"),
     ({"image": np.zeros((2, 2)), "mask": np.ones((3, 3), bool)}, "mask must have the image's shape"),
     ({"image": np.zeros((2, 2)), "reference": np.zeros((2, 3))}, "reference must have the image's shape"),
+    ({"image": np.zeros((2, 2)), "uncovered": "grey"}, "uncovered must be one of"),
 ])
 def test_bad_input_names_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):

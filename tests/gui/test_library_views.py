@@ -147,7 +147,10 @@ def test_the_whole_image_panel_extracts_inverts_and_shows_coverage(qtbot, window
     assert run.result.params["keypoints"] == len(window.session.library.features.keypoints)
     assert 0 < run.coverage < 1 and f"covers {100 * run.coverage:.0f} %" in window.whole.metrics_label.full_text()
     assert run.metrics["correlation"] > 0  # measured against the image the library described
-    window.whole.coverage_box.setChecked(True)
+    shown, covered = window.whole.result.array, run.result.covered  # uncovered: the covered median, not ink
+    assert np.allclose(shown[~covered], np.median(shown[covered])) and shown[~covered].min() > 0.1
+    assert window.whole.result.metadata["display"]["uncovered"] == "neutral"
+    window.whole.coverage_box.setChecked(True)  # the option that shows them
     tint = window.whole.coverage_item.image
     assert tint is not None and np.array_equal(tint[..., 3] > 0, ~run.result.covered)
     _, sidecar = window.exports.export_panel("reconstruction", str(tmp_path / "orb.png"))

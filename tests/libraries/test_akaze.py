@@ -131,10 +131,15 @@ def test_bad_parameters_are_named():
 
 def test_invert_akaze_features_resembles_the_image(image):
     features = extract_features(image, "akaze", n_keypoints=40)
-    result = invert_features(features)
-    assert result.method == "akaze-cell-ranks" and result.covered.mean() > 0.3
-    assert 0.0 < result.solver_bit_consistency <= 1.0
-    assert image_metrics(image, result.image, mask=result.covered)["correlation"] > 0.3
+    closed = invert_features(features, mode="patches")
+    assert closed.method == "akaze-cell-ranks" and closed.covered.mean() > 0.3
+    assert 0.0 < closed.solver_bit_consistency <= 1.0
+    assert image_metrics(image, closed.image, mask=closed.covered)["correlation"] > 0.3
+    joint = invert_features(features, iterations=60)  # the joint solve reproduces the bits and the image better
+    assert joint.method == "consistency" and joint.params["solver_settings"]["operator"] == "AkazeJointOperator"
+    assert joint.solver_bit_consistency > max(0.9, closed.solver_bit_consistency)
+    quality = image_metrics(image, joint.image, mask=joint.covered)["correlation"]
+    assert quality > image_metrics(image, closed.image, mask=joint.covered)["correlation"] and quality > 0.6
 
 
 def test_cli_extract_invert_and_verify_akaze(tmp_path, image, capsys):

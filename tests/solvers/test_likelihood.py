@@ -6,7 +6,7 @@ from lbdviewer.reconstruction.image import describe_sites, reconstruct_image
 from lbdviewer.reconstruction.sites import grid_sites
 from lbdviewer.testing import joint_sign_problem
 from lbdviewer.solvers.image.likelihood import BitLikelihood
-from lbdviewer.solvers.image.joint import JointLikelihood, decisive_bits
+from lbdviewer.solvers.image.likelihood import JointLikelihood, decisive_bits
 
 
 class Unfused:

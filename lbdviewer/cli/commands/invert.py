@@ -4,7 +4,8 @@ The work is :func:`lbdviewer.features.invert.invert_features` (see that module f
 the two modes, ``joint`` by default and ``patches``). The image is written
 by the display rule (:mod:`lbdviewer.evaluation.display`: gain/offset fitted to
 ``--reference`` when given, else 0.5-99.5 percentiles of the covered pixels;
-black elsewhere). ``--metrics`` writes the same JSON schema as
+the covered pixels' median elsewhere, so a page reads as a page whatever its
+polarity; the metrics record which pixels no keypoint covers). ``--metrics`` writes the same JSON schema as
 ``lbdviewer reconstruct``: the bit consistency (the library's bits of the
 written image against the file's), the quality against ``--reference`` over
 the covered pixels (null without one) and every parameter.
@@ -125,7 +126,7 @@ def run(args):
         for report in iter_invert_features(features, mode=args.mode, iterations=args.iterations):
             advance(bar, report.done, report.total)
             result = report.result
-    shown = display_stretch(result.image, mask=result.covered, reference=reference)
+    shown = display_stretch(result.image, mask=result.covered, reference=reference, uncovered="neutral")
     written = shown.image
     check = agreement_check(features, written)
     if check["warning"]:

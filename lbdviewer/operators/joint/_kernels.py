@@ -294,9 +294,8 @@ def _filtered_patterns(field_start, field_group):
 
 
 @numba.njit(inline="always")
-def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions, hinge,
-                 tie_up, atol, source, target, offsets, inside, scale, along_row, along_col, tie_side, up, margins,
-                 step, squares, right):
+def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, ramped, test_directions,
+                 hinge, tie_up, atol, source, target, offsets, inside, terms, up, margins, step, squares, right):
     """Every test of a block's pattern over the block's first ``count`` sites (see :func:`_bits_blocks`).
 
     Field ``f``'s means at the sites are ``source[offsets[f] + j]``, and its
@@ -315,6 +314,8 @@ def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, threshol
     """
     dtype = source.dtype
     zero, one, two, tie = dtype.type(0.0), dtype.type(1.0), dtype.type(2.0), dtype.type(tie_up)
+    scale, along_row, along_col, tie_side = terms[0], terms[1], terms[2], terms[3]
+    ramp, ramp_row, ramp_col = terms[4], terms[5], terms[6]
     for i in range(m):
         a, b, word = offsets[pair_a[i0 + i]], offsets[pair_b[i0 + i]], words[block, i]
         for j in range(count):  # the target bits as 0/1, in a loop of their own: every loop vectorises
@@ -328,6 +329,11 @@ def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, threshol
             for j in range(count):
                 along = along_row[j] * u_row + along_col[j] * u_col
                 margins[j] = base * (scale[j] + along * along)
+            if ramped:  # a bit that the site's regional ramp explains is asked (1 - ramp) of its margin
+                for j in range(count):
+                    rising = dtype.type(ramp_row[j] * u_row + ramp_col[j] * u_col > zero)
+                    explained = one - (rising - up[j]) * (rising - up[j])
+                    margins[j] *= one - ramp[j] * explained
         elif hinge:
             for j in range(count):
                 margins[j] = margin[p, i]
@@ -355,8 +361,8 @@ def _block_tests(count, m, block, p, i0, words, pair_a, pair_b, margin, threshol
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, site_terms, test_directions, hinge,
-                 tie_up, atol, m, block_start, block_stride, block_lo,
+def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, ramped, site_terms, test_directions,
+                 hinge, tie_up, atol, m, block_start, block_stride, block_lo,
                  block_hi, site_base, integral_base, layout, site_pattern, field_start, field_group, field_offset,
                  tap_start, tap_offset, tap_weight, pair_start, pair_a, pair_b, out_x, out_filtered, out_corners):
     """Data term against target bits, back-projected; returns ``(sum of squares, bits reproduced)``.
@@ -382,13 +388,17 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
     site ``s`` is ``d (c_s + (g_s . u_i)^2)`` instead, with ``site_terms[:, s]
     = (c_s, g_s, e_s)`` and ``u_i = test_directions[p, :, i]``, and the side
     that takes ties is asked ``e_s`` of it (see
-    :meth:`lbdviewer.operators.joint.operator.JointOperator.squared_hinge`).
+    :meth:`lbdviewer.operators.joint.operator.JointOperator.squared_hinge`). ``ramped`` (with
+    ``oriented``): rows 4-6 of ``site_terms`` are ``(w_s, r_s)``, and a test
+    whose bit the regional ramp ``r_s`` explains (``sign(r_s . u_i)`` equal to
+    the bit) is asked ``1 - w_s`` of its margin.
     """
     n_fields = np.max(np.diff(field_start))
     gathered, grads = np.zeros(n_fields * LANES, dtype=x.dtype), np.zeros(n_fields * LANES, dtype=x.dtype)
     stacked, offsets = np.arange(n_fields) * LANES, np.empty(n_fields, dtype=np.int64)  # field f's row in gathered
-    scale, along_row, along_col = np.zeros(LANES, x.dtype), np.zeros(LANES, x.dtype), np.zeros(LANES, x.dtype)
-    tie_side = np.zeros(LANES, dtype=x.dtype)  # share of the margin the side taking ties is asked, a site
+    # the block's site terms: scale, along (row, col), tie side (the share of the margin the side taking ties is
+    # asked), ramp weight, ramp direction (row, col)
+    terms = np.zeros((7, LANES), dtype=x.dtype)
     up, margins, step = np.zeros(LANES, dtype=x.dtype), np.zeros(LANES, dtype=x.dtype), np.zeros(LANES, x.dtype)
     squares, right = np.zeros(LANES, dtype=x.dtype), np.zeros(LANES, dtype=x.dtype)  # a block's sums, exact in right
     inside = np.zeros(LANES, dtype=x.dtype)
@@ -412,20 +422,20 @@ def _bits_blocks(x, filtered, integral, words, margin, thresholds, oriented, sit
             _block_means(x, filtered, integral, s0, n, stride, f0, f1, site_base, integral_base, layout,
                          field_group, field_offset, tap_start, tap_offset, tap_weight,
                          gathered.reshape((n_fields, LANES)))
+        block_ramped = False  # a block whose sites lie in no ramp region skips the ramp's relief
         if oriented:
-            for j in range(n):
-                scale[j], along_row[j] = site_terms[0, s0 + j], site_terms[1, s0 + j]
-                along_col[j] = site_terms[2, s0 + j]
-                tie_side[j] = site_terms[3, s0 + j]
+            for row in range(7 if ramped else 4):
+                terms[row, :n] = site_terms[row, s0:s0 + n]
+            block_ramped = ramped and np.max(terms[4, :n]) > 0
         source, target, rows = (planes, adjoints, offsets) if in_place else (gathered, grads, stacked)
         if count == LANES:
-            _block_tests(LANES, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions,
-                         hinge, tie_up, atol, source, target, rows, inside, scale, along_row, along_col, tie_side, up,
-                         margins, step, squares, right)
+            _block_tests(LANES, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, block_ramped,
+                         test_directions, hinge, tie_up, atol, source, target, rows, inside, terms, up, margins, step, squares,
+                         right)
         else:
-            _block_tests(n, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, test_directions,
-                         hinge, tie_up, atol, source, target, rows, inside, scale, along_row, along_col, tie_side, up,
-                         margins, step, squares, right)
+            _block_tests(n, m, block, p, i0, words, pair_a, pair_b, margin, thresholds, oriented, block_ramped,
+                         test_directions, hinge, tie_up, atol, source, target, rows, inside, terms, up, margins, step, squares,
+                         right)
         if not in_place:
             _block_scatter(grads.reshape((n_fields, LANES)), s0, n, stride, f0, f1, site_base, integral_base, layout,
                            field_group, field_offset, tap_start, tap_offset, tap_weight, out_x, out_filtered,

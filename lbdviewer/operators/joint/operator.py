@@ -155,7 +155,7 @@ class JointOperator:
         self._uses_integral, self._layout = tables.uses_integral, tables.layout
         self._block_start, self._block_stride = tables.block_start, tables.block_stride
         self.test_directions = pair_directions(self.patterns, self.dtype)
-        self._neutral_orientation = np.zeros((4, 1), dtype=self.dtype)  # never read: ``oriented`` off
+        self._neutral_orientation = np.zeros((7, 1), dtype=self.dtype)  # never read: ``oriented`` off
         self._orientation_table = (None, None)  # (the last orientation passed, its kernel table)
         self._norm = None
         self._ranges = (None, [])  # the last _chunks: ((threads, PARALLEL_MIN_SITES), block ranges)
@@ -378,7 +378,7 @@ class JointOperator:
         words = _block_words(np.ascontiguousarray(packed_bits), self._block_start, self.m)
         out, results = self._back_project(_bits_blocks, image.ravel(), *self._filter(image), words,
                                           np.zeros((len(self.patterns), self.m), dtype=self.dtype), self.thresholds,
-                                          False, self._neutral_orientation, self.test_directions,
+                                          False, False, self._neutral_orientation, self.test_directions,
                                           False, self.tie_positive, self.dtype.type(TIE_ATOL), self.m)
         agree = sum(r[1] for r in results)
         return out.reshape(self._shape2d), int(len(self.sites) * self.m - agree)
@@ -430,9 +430,11 @@ class JointOperator:
         asked less than one along it (see
         :func:`lbdviewer.solvers.image.orientation.ramp_orientation`). A third
         array :math:`e_s \in [0, 1]` asks the side that takes ties for
-        :math:`e_s` of the margin too (default 0): at a site whose bits show
-        no flat region, a bit of that side is a strict sign as well
-        (:func:`lbdviewer.solvers.image.orientation.tie_side`).
+        :math:`e_s` of the margin too (default 0; a bit of that side is a
+        strict sign where the bits show no flat region,
+        :func:`lbdviewer.solvers.image.orientation.tie_side`); a fourth and
+        fifth, :math:`(w_s, r_s)`, ask a test whose bit :math:`\operatorname{sign}(r_s \cdot u_i)`
+        predicts for :math:`1 - w_s` of it (:mod:`lbdviewer.solvers.image.large_scales`).
 
         Parameters
         ----------
@@ -447,10 +449,9 @@ class JointOperator:
             Margin of each test of each pattern (rows in the order of
             :attr:`patterns`), asked of strict tests only: memory stays
             ``O(M)`` per pattern, not per site.
-        orientation : (ndarray, ndarray[, ndarray]), optional
-            ``(scale, direction)`` of shapes ``(S,)`` and ``(S, 2)``: :math:`c_s`
-            and :math:`g_s` (row, column) of every site; optionally
-            ``tie_side``, shape ``(S,)``: :math:`e_s`.
+        orientation : tuple of ndarray, optional
+            ``(scale, direction[, tie_side[, ramp, ramp_direction]])``, shapes ``(S,)``, ``(S, 2)``,
+            ``(S,)``, ``(S,)``, ``(S, 2)``: :math:`c_s, g_s, e_s, w_s, r_s` (row, column) of every site.
         atol : float
             Tie tolerance of the bit count: :math:`|(Ax - t)_{si}| \le` ``atol`` is a tie.
 
@@ -481,41 +482,44 @@ class JointOperator:
             margin = np.full(table_shape, margin, dtype=self.dtype)
         if margin.shape != table_shape:
             raise ValueError(f"margin must be a number or have shape {table_shape}, got {margin.shape}")
-        terms = self._orientation_terms(orientation)
+        terms, ramped = self._orientation_terms(orientation)
         out, results = self._back_project(
             _bits_blocks, image.ravel(), *self._filter(image), words, np.ascontiguousarray(margin), self.thresholds,
-            orientation is not None, terms, self.test_directions, True, self.tie_positive, self.dtype.type(atol),
-            self.m)
+            orientation is not None, ramped, terms, self.test_directions, True, self.tie_positive,
+            self.dtype.type(atol), self.m)
         return (float(sum(r[0] for r in results)), out.reshape(self._shape2d),
                 int(sum(r[1] for r in results)))
 
     def _orientation_terms(self, orientation):
-        """``orientation = (scale, direction[, tie_side])`` as the kernels' ``(4, S)`` table, checked (None: a dummy).
+        """``orientation`` as the kernels' ``(7, S)`` table and whether it holds ramps, checked (None: a dummy).
 
         The table of the last orientation object is kept: a solver passes the
         same one at every evaluation.
         """
         if orientation is None:
-            return self._neutral_orientation
+            return self._neutral_orientation, False
         if self._orientation_table[0] is orientation:
             return self._orientation_table[1]
         n_sites = len(self.sites)
-        if len(orientation) not in (2, 3):
-            raise ValueError(f"orientation must be (scale, direction) or (scale, direction, tie_side), got "
+        if len(orientation) not in (2, 3, 5):
+            raise ValueError(f"orientation must be (scale, direction[, tie_side[, ramp, ramp_direction]]), got "
                              f"{len(orientation)} arrays")
-        scale, direction = (np.asarray(v, dtype=self.dtype) for v in orientation[:2])
-        tie_side = (np.asarray(orientation[2], dtype=self.dtype) if len(orientation) == 3
-                    else np.zeros(n_sites, dtype=self.dtype))
-        if scale.shape != (n_sites,) or direction.shape != (n_sites, 2) or tie_side.shape != (n_sites,):
-            raise ValueError(f"orientation must be (scale, direction[, tie_side]) of shapes ({n_sites},), "
-                             f"({n_sites}, 2)[, ({n_sites},)], got {scale.shape}, {direction.shape}, {tie_side.shape}")
-        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(direction)) and np.all(scale >= 0)):
+        defaults = (None, None, np.zeros(n_sites), np.zeros(n_sites), np.zeros((n_sites, 2)))
+        parts = [np.asarray(v, dtype=self.dtype) for v in (*orientation, *defaults[len(orientation):])]
+        shapes = tuple(part.shape for part in parts)
+        if shapes != ((n_sites,), (n_sites, 2), (n_sites,), (n_sites,), (n_sites, 2)):
+            raise ValueError(f"orientation must be (scale, direction[, tie_side[, ramp, ramp_direction]]) of shapes "
+                             f"({n_sites},), ({n_sites}, 2), ({n_sites},), ({n_sites},), ({n_sites}, 2), got "
+                             f"{shapes[:len(orientation)]}")
+        scale, direction, tie_side, ramp, ramp_direction = parts
+        if not all(np.all(np.isfinite(part)) for part in parts) or not np.all(scale >= 0):
             raise ValueError("orientation must be finite with a non-negative scale")
-        if not np.all((tie_side >= 0) & (tie_side <= 1)):
-            raise ValueError("orientation's tie_side must lie in [0, 1]")
-        table = np.ascontiguousarray(np.vstack([scale[None], direction.T, tie_side[None]]))
-        self._orientation_table = (orientation, table)
-        return table
+        for name, values in (("tie_side", tie_side), ("ramp", ramp)):
+            if not np.all((values >= 0) & (values <= 1)):
+                raise ValueError(f"orientation's {name} must lie in [0, 1]")
+        table = np.ascontiguousarray(np.vstack([scale[None], direction.T, tie_side[None], ramp[None], ramp_direction.T]))
+        self._orientation_table = (orientation, (table, bool(np.any(ramp > 0))))
+        return self._orientation_table[1]
 
     def bit_likelihood(self, x, words, keep_words, margin, inverse_noise, *, hinge_weight=0.0, logistic_weight=1.0,
                        atol=TIE_ATOL):

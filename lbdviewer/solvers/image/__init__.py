@@ -7,7 +7,7 @@ __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     "BitLikelihood": "likelihood",
     "JointBIHT": "joint",
     "JointSignConsistency": "joint",
-    "JointLikelihood": "joint",
+    "JointLikelihood": "likelihood",
     "CoarseToDense": "joint",
     "FlatRange": "joint",
     "JointCoherentContrast": "coherence",

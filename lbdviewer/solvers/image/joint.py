@@ -15,10 +15,10 @@ yields a frozen snapshot after every iteration (a batch of one image:
     in the solve, gated by how strongly each site's bits show structure;
 :class:`CoarseToDense`
     :class:`JointSignConsistency` on a sparser sub-grid first when the grid
-    is dense, then on all sites;
-:class:`JointLikelihood`
-    :class:`lbdviewer.solvers.image.likelihood.BitLikelihood` (bits as noisy
-    signs), then again on the decisive bits only.
+    is dense, then on all sites (or the plain margins at keypoints).
+
+(:class:`lbdviewer.solvers.image.likelihood.JointLikelihood`, bits as noisy
+signs, lives beside its :class:`~lbdviewer.solvers.image.likelihood.BitLikelihood`.)
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ import numpy as np
 
 from lbdviewer._validation import check_fraction, check_iterations
 from lbdviewer.operators.joint.operator import site_subset
-from lbdviewer.reconstruction.sites import coarser_grid
-from lbdviewer.solvers.image.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency, operator_margins
-from lbdviewer.solvers.image.evidence import (COHERENCE_BLUR, GATE_SHARE, NOISE_AGREEMENT, STRUCTURE_AGREEMENT,
-                                        gated_orientation)
-from lbdviewer.solvers.image.likelihood import DEFAULT_LIKELIHOOD_SMOOTHNESS, DEFAULT_NOISE, BitLikelihood
+from lbdviewer.reconstruction.sites import coarser_grid, is_grid
+from lbdviewer.solvers.image.consistency import DEFAULT_MARGIN, DEFAULT_SMOOTHNESS, SignConsistency
+from lbdviewer.solvers.image.evidence import (COHERENCE_BLUR, FULL_OVERLAP, GATE_SHARE, NOISE_AGREEMENT,
+                                              STRUCTURE_AGREEMENT, gated_orientation, overlap_confidence)
+from lbdviewer.solvers.image.large_scales import (FLAT_FULL, FLATTEN_BLUR, RAMP_FULL, RAMP_RELIEF, RAMP_THRESHOLD,
+                                                  REGION_BLUR, REGION_SCALE, REGION_THRESHOLD, SPREAD_BLUR,
+                                                  TEXTURE_SHARE, flatten_ramps, ramp_regions, ramp_terms)
 from lbdviewer.solvers.image.orientation import TIE_LEAN, ramp_orientation, tie_side
 from lbdviewer.solvers.state import IterativeSolver, SolverState, frozen_copy
 from lbdviewer.operators.wavelets import haar_adjoint_inplace, haar_forward_inplace
@@ -45,16 +47,15 @@ MARGIN_POWER = 2
 JOINT_SMOOTHNESS = 1e-3
 #: Default iterations of :class:`JointSignConsistency`.
 JOINT_ITERATIONS = 300
+#: Default iterations of the plain sign consistency at sites that are not a grid (keypoints).
+KEYPOINT_ITERATIONS = 200
+#: On a grid so sparse that no patch overlaps another, the total variation is lowered by this share where every
+#: site shows exact flat areas (see :func:`sparse_smoothness`).
+SPARSE_FLAT_RELIEF = 0.5
 #: Grids denser than this (pixels) start the joint solve on a sub-grid this sparse ...
 COARSE_SPACING = 8
 #: ... and spend this share of the iterations on all sites afterwards.
 DENSE_SHARE = 0.2
-#: :class:`JointLikelihood` keeps the bits whose difference exceeds this many times the median ...
-DECISIVE = 1.8
-#: ... for this share of its iterations.
-DECISIVE_SHARE = 0.375
-#: Sites whose differences estimate the median (evenly spaced).
-MEDIAN_SITES = 4096
 
 
 class JointBIHT(IterativeSolver):
@@ -140,6 +141,34 @@ def pair_separations(operator):
     """Distance in pixels between the two fields of every test of each pattern, shape (len(patterns), M)."""
     return np.array([np.hypot(*(p.centers[p.pairs[:, 0]] - p.centers[p.pairs[:, 1]]).T)
                      for p in operator.patterns], dtype=np.float32)
+
+
+def sparse_smoothness(confidence, ties):
+    r"""The joint total variation on a grid of this overlap and these flat areas (``JOINT_SMOOTHNESS`` when dense).
+
+    With :math:`\bar c` the median overlap confidence of the sites
+    (:func:`lbdviewer.solvers.image.evidence.overlap_confidence`: 1 at offset 8, 0
+    at offset 32) and :math:`f` the share of sites whose bits lean to the side
+    that takes ties (``ties`` is :func:`lbdviewer.solvers.image.orientation.tie_side`:
+    0 there), the weight is ``JOINT_SMOOTHNESS`` :math:`(1 - r (1 - \bar c) f)`,
+    :math:`r` = ``SPARSE_FLAT_RELIEF``. Exact flat areas (print on clean paper,
+    screens) are kept flat by their tie bits; on a grid whose patches do not
+    overlap the total variation then mostly blurs strokes and sets each patch's
+    paper apart from its neighbours'. The book titles at offset 32 (BRIEF):
+    correlation 0.72 at 1e-3, 0.77 at 7e-4, 0.80 at 5e-4; photos have no
+    flat areas and keep 1e-3 (camera at offset 32: 0.68 at 1e-3, 0.58 at
+    5e-4; astronaut FREAK 0.62 and 0.50).
+
+    Examples
+    --------
+    >>> sparse_smoothness(np.ones(4), np.zeros(4)), sparse_smoothness(np.zeros(4), np.zeros(4))
+    (0.001, 0.0005)
+    >>> sparse_smoothness(np.zeros(4), np.ones(4))
+    0.001
+    """
+    flat = float(np.mean(np.asarray(ties) == 0)) if np.size(ties) else 0.0
+    sparsity = 1.0 - float(np.median(confidence)) if np.size(confidence) else 0.0
+    return JOINT_SMOOTHNESS * (1.0 - SPARSE_FLAT_RELIEF * sparsity * flat)
 
 
 class JointSignConsistency(IterativeSolver):
@@ -302,7 +331,7 @@ class JointSignConsistency(IterativeSolver):
     """
 
     def __init__(self, operator, bits, *, iterations=JOINT_ITERATIONS, margin=DEFAULT_MARGIN, x0=None,
-                 oriented=True, gated=None, strict_ties=None):
+                 oriented=True, gated=None, strict_ties=None, ramps=None):
         weights = pair_separations(operator) ** MARGIN_POWER
         weights /= np.maximum(weights.mean(axis=1, keepdims=True), 1e-12)  # each pattern: ``margin`` on average
         if oriented and not hasattr(operator, "test_directions"):
@@ -310,55 +339,81 @@ class JointSignConsistency(IterativeSolver):
                              "pass oriented=False")
         gated = oriented if gated is None else gated
         strict_ties = oriented if strict_ties is None else strict_ties
+        ramps = oriented if ramps is None else ramps
         if strict_ties and not oriented:
             raise ValueError("strict ties are passed with the oriented margins: pass oriented=True or "
                              "strict_ties=False")
         if gated and not oriented:
             raise ValueError("gated margins scale the oriented ones: pass oriented=True or gated=False")
+        if ramps and not oriented:
+            raise ValueError("ramp regions ride on the oriented margins: pass oriented=True or ramps=False")
         bits = np.asarray(bits)
-        orientation = ramp_orientation(operator, bits) if oriented else None
-        if oriented and strict_ties:
-            orientation = (*orientation, tie_side(bits, tie_positive=bool(getattr(operator, "tie_positive", False))))
+        orientation, regions, smoothness = None, None, DEFAULT_SMOOTHNESS
+        if oriented:
+            ties = tie_side(bits, tie_positive=bool(getattr(operator, "tie_positive", False)))
+            orientation = (*ramp_orientation(operator, bits), ties if strict_ties else np.zeros(len(bits)))
+            if ramps:
+                regions = ramp_regions(operator, bits)
+                orientation = (*orientation, *ramp_terms(regions))
+        confidence = overlap_confidence(operator) if oriented else None
+        if strict_ties:
+            smoothness = sparse_smoothness(confidence, ties)
         iterations = check_iterations(iterations)
         self.settings = self.describe(iterations, margin=margin, oriented=oriented, gated=gated,
-                                      strict_ties=strict_ties)
+                                      strict_ties=strict_ties, ramps=ramps, smoothness=smoothness)
         after = self.settings["gated_after"]
         reweigh = None
         if after is not None:
-            reweigh = (after, lambda x: gated_orientation(operator, bits, x, orientation))
+            def gate(x):  # the gate, then the large scales flattened where the bits show ramps
+                orientation_after, start = gated_orientation(operator, bits, x, orientation, confidence=confidence)
+                if regions is not None:
+                    start = flatten_ramps(x if start is None else start, regions)
+                return orientation_after, start
+
+            reweigh = (after, gate)
+        self.regions = regions
         self.solver = SignConsistency(operator, bits, margin=margin * weights, orientation=orientation,
-                                      smoothness=JOINT_SMOOTHNESS if strict_ties else DEFAULT_SMOOTHNESS,
-                                      iterations=iterations, x0=x0, reweigh=reweigh)
+                                      smoothness=smoothness, iterations=iterations, x0=x0, reweigh=reweigh)
 
     @staticmethod
-    def describe(iterations=JOINT_ITERATIONS, *, margin=DEFAULT_MARGIN, oriented=True, gated=None, strict_ties=None):
+    def describe(iterations=JOINT_ITERATIONS, *, margin=DEFAULT_MARGIN, oriented=True, gated=None, strict_ties=None,
+                 ramps=None, smoothness=None):
         """What a solve with these arguments runs: the record's ``solver_settings`` (plain JSON values).
 
         The library's constants that shape the solve are written out (margin
-        law, total variation, gate, tie lean), so a record says which solver
-        ran without the source at hand.
+        law, total variation, gate, tie lean, ramp regions), so a record says
+        which solver ran without the source at hand. ``smoothness``: the
+        total variation the solve chose (:func:`sparse_smoothness`; default
+        the dense grid's).
 
         Examples
         --------
         >>> settings = JointSignConsistency.describe(300)
-        >>> settings["gated_after"], settings["strict_ties"], settings["smoothness"]
-        (250, True, 0.001)
+        >>> settings["gated_after"], settings["strict_ties"], settings["smoothness"], settings["ramps"] is None
+        (250, True, 0.001, False)
         >>> JointSignConsistency.describe(300, oriented=False)["gated_after"] is None
         True
         """
         gated = oriented if gated is None else gated
         strict_ties = oriented if strict_ties is None else strict_ties
+        ramps = oriented if ramps is None else ramps
         after = int(round(GATE_SHARE * iterations))
         gated_after = after if gated and 1 <= after < iterations else None
+        if smoothness is None:
+            smoothness = JOINT_SMOOTHNESS if strict_ties else DEFAULT_SMOOTHNESS
         return {
             "solver": "JointSignConsistency", "iterations": int(iterations), "margin": float(margin),
-            "margin_power": MARGIN_POWER, "oriented": bool(oriented),
-            "smoothness": JOINT_SMOOTHNESS if strict_ties else DEFAULT_SMOOTHNESS,
+            "margin_power": MARGIN_POWER, "oriented": bool(oriented), "smoothness": float(smoothness),
             "gated_after": gated_after,
             "gate": None if gated_after is None else {"noise_agreement": NOISE_AGREEMENT,
                                                       "structure_agreement": STRUCTURE_AGREEMENT,
-                                                      "blur": COHERENCE_BLUR},
+                                                      "blur": COHERENCE_BLUR, "full_overlap": FULL_OVERLAP},
             "strict_ties": bool(strict_ties), "tie_lean": TIE_LEAN if strict_ties else None,
+            "ramps": None if not ramps else {
+                "texture_share": TEXTURE_SHARE, "ramp_threshold": RAMP_THRESHOLD, "region_blur": REGION_BLUR,
+                "region_threshold": REGION_THRESHOLD, "spread_blur": SPREAD_BLUR, "ramp_full": RAMP_FULL,
+                "relief": RAMP_RELIEF, "flattened_at_gate": gated_after is not None, "flat_full": FLAT_FULL,
+                "flatten_blur": FLATTEN_BLUR, "region_scale": REGION_SCALE},
         }
 
     def steps(self):
@@ -375,6 +430,14 @@ class CoarseToDense(IterativeSolver):
     iterations. States count iterations over both stages; only the last is
     ``finished``.
 
+    Sites that are not a grid (keypoints: :func:`lbdviewer.reconstruction.sites.is_grid`)
+    get the plain margins (``oriented=False``, nothing gated, no ramp
+    regions), as feature files do: the oriented, gated and strict-tie rules
+    were chosen on grids, and on the FAST sites of the book titles they cost
+    0.02-0.05 of correlation (FREAK 0.905 -> 0.883, BRIEF 0.950 -> 0.928,
+    ``scripts/bench_images.py --sites fast``). Their default budget is
+    ``KEYPOINT_ITERATIONS`` (:func:`default_joint_iterations`).
+
     Parameters
     ----------
     operator : JointOperator
@@ -388,140 +451,47 @@ class CoarseToDense(IterativeSolver):
     def __init__(self, operator, bits, sites, shape, iterations):
         self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
         self.iterations = check_iterations(iterations)
+        self._oriented = is_grid(sites)
         self._keep = coarser_grid(sites, spacing=COARSE_SPACING)
         self._dense = dense = (self.iterations if self._keep is None
                                else max(1, int(round(DENSE_SHARE * self.iterations))))
-        stages = [JointSignConsistency.describe(dense)]
-        if dense < self.iterations:
-            stages.insert(0, {**JointSignConsistency.describe(self.iterations - dense),
-                              "sites": int(np.count_nonzero(self._keep)), "spacing": COARSE_SPACING})
+        self._single = None
+        if dense == self.iterations:  # one stage: built now, so its settings are the ones it runs with
+            self._single = JointSignConsistency(operator, bits, iterations=dense, oriented=self._oriented)
+            stages = [self._single.settings]
+        else:
+            stages = [{**JointSignConsistency.describe(self.iterations - dense, oriented=self._oriented),
+                       "sites": int(np.count_nonzero(self._keep)), "spacing": COARSE_SPACING},
+                      JointSignConsistency.describe(dense, oriented=self._oriented)]
         #: What the solve runs (the record's ``solver_settings``): its stages, coarse first.
         self.settings = {"solver": "CoarseToDense", "stages": stages}
 
     def steps(self):
         """Yield the coarse stage's states, then the dense stage's, numbered on."""
-        operator, bits, iterations, keep, dense = self.operator, self.bits, self.iterations, self._keep, self._dense
-        done, x0 = 0, None
-        if keep is not None and iterations > dense:
-            coarse = site_subset(operator, keep)
-            for state in JointSignConsistency(coarse, bits[keep], iterations=iterations - dense).steps():
-                yield dataclasses.replace(state, finished=False)
-            done, x0 = state.iteration, np.asarray(state.x[0], dtype=np.float64)
-        for state in JointSignConsistency(operator, bits, iterations=dense, x0=x0).steps():
-            yield dataclasses.replace(state, iteration=done + state.iteration)
-
-
-class JointLikelihood(IterativeSolver):
-    r""":class:`BitLikelihood` on the whole image, then again on the decisive bits only.
-
-    Parameters
-    ----------
-    operator : JointOperator
-        On all ``sites``.
-    bits : ndarray, shape (S, M)
-        Target bits in {-1, +1}.
-    sites : ndarray of int, shape (S, 2)
-    shape : (int, int)
-    iterations : int
-        Over both stages.
-    noise : float
-        :math:`\sigma`, the same for every test.
-    smoothness : float
-        :math:`\mu` of the total variation.
-
-    Notes
-    -----
-    Stage 1 (``1 - DECISIVE_SHARE`` of the iterations; on the sub-grid of
-    :class:`CoarseToDense` when the grid is dense) fits every bit. Its
-    estimate :math:`x_1` tells which bits are decisive: a bit whose
-    difference :math:`|(A x_1)_i|` exceeds ``DECISIVE`` times the median of
-    all is one an edge decides; the others are near-ties, decided by noise on
-    flat paper or a sky. Stage 2 starts from :math:`x_1` and fits the decisive
-    bits only, so the total variation flattens what only near-ties described.
-
-    Measured at offset 8 (160 iterations, 60 of them on the decisive bits;
-    tesseract on the reconstruction as written, ``scripts/legibility.py``):
-    the noisy ``document`` sample reads 5/7 lines from BRIEF bits and 6/7
-    from FREAK bits (sign consistency: 2/7 and 2/7), the book titles 4/4 and
-    4/4; but photos lose: camera 0.56 / 0.42 (BRIEF / FREAK) against 0.75 /
-    0.59, astronaut 0.83 / 0.83 against 0.88 / 0.91 (``scripts/bench_images.py``):
-    their large-scale brightness drifts. The noise scale is one for all
-    tests: one growing with the square of the test's length (like the margins
-    of :class:`JointSignConsistency`) lost on both (camera 0.40, document
-    1/7); stage 1 run longer fits more of the paper's noise (250 iterations
-    with ``DECISIVE`` 2.2: document 0/7 and 5/7). A coarse-to-fine schedule in
-    resolution (8, 4, 2, then 1 pixel blocks) did not bring the brightness
-    back (camera 0.57). Run to convergence (budget 2400, stop tolerances
-    off; 1257 and 1680 iterations run) photos stay low: camera 0.567 / 0.581,
-    document 5/7 / 5/7: the brightness drift is the loss's, not the
-    optimiser's (the likelihood saturates, so long tests stop pinning
-    large-scale brightness once they hold by a few ``noise``).
-    Not the default (see ``README.md``).
-    """
-
-    def __init__(self, operator, bits, sites, shape, iterations, *, noise=DEFAULT_NOISE,
-                 smoothness=DEFAULT_LIKELIHOOD_SMOOTHNESS):
-        self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
-        self.iterations = check_iterations(iterations)
-        self.noise, self.smoothness = noise, smoothness
-        self._keep = coarser_grid(sites, spacing=COARSE_SPACING)  # the first stage's sites
-        #: What the solve runs (the record's ``solver_settings``).
-        self.settings = {"solver": "JointLikelihood", "iterations": self.iterations, "noise": float(noise),
-                         "smoothness": float(smoothness), "decisive": DECISIVE, "decisive_share": DECISIVE_SHARE,
-                         "first_stage_spacing": None if self._keep is None else COARSE_SPACING}
-
-    def steps(self):
-        """Yield stage 1's states, then stage 2's, numbered on; only the last is ``finished``."""
-        operator, bits, iterations, keep = self.operator, self.bits, self.iterations, self._keep
-        decisive = max(1, int(round(DECISIVE_SHARE * iterations))) if iterations > 1 else 0
-        options = {"noise": self.noise, "smoothness": self.smoothness}
-        first = operator if keep is None else site_subset(operator, keep)
-        state = None
-        for state in BitLikelihood(first, bits if keep is None else bits[keep], iterations=iterations - decisive,
-                                   **options).steps():
-            yield dataclasses.replace(state, finished=state.finished and not decisive)
-        if not decisive:
+        if self._single is not None:
+            yield from self._single.steps()
             return
-        x1 = np.asarray(state.x[0], dtype=np.float32)
-        done = state.iteration
-        for state in BitLikelihood(operator, bits, keep=decisive_bits(operator, x1), iterations=decisive, x0=x1,
-                                   **options).steps():
+        operator, bits, iterations, keep, dense = self.operator, self.bits, self.iterations, self._keep, self._dense
+        coarse = site_subset(operator, keep)
+        state = None
+        for state in JointSignConsistency(coarse, bits[keep], iterations=iterations - dense,
+                                          oriented=self._oriented).steps():
+            yield dataclasses.replace(state, finished=False)
+        done, x0 = state.iteration, np.asarray(state.x[0], dtype=np.float64)
+        for state in JointSignConsistency(operator, bits, iterations=dense, x0=x0, oriented=self._oriented).steps():
             yield dataclasses.replace(state, iteration=done + state.iteration)
 
 
-def decisive_bits(operator, x, *, factor=DECISIVE, chunk=16384):
-    """Packed mask (uint8, ``(S, ceil(M / 8))``) of the tests whose ``|A x - t|`` exceeds ``factor`` times its median.
-
-    The median comes from ``MEDIAN_SITES`` evenly spaced sites; the
-    differences are computed ``chunk`` sites at a time (bounds memory at
-    dense grids).
+def default_joint_iterations(sites):
+    """Default iterations of the joint sign consistency at ``sites``: ``JOINT_ITERATIONS`` on a grid, else ``KEYPOINT_ITERATIONS``.
 
     Examples
     --------
-    >>> from lbdviewer.operators import JointOperator
-    >>> from lbdviewer.patterns import make_pattern
-    >>> op = JointOperator((16, 24), [[0, 0], [0, 8]], make_pattern("brief", patch_size=16, m=64))
-    >>> image = np.zeros((16, 24)); image[:, 12:] = 1.0
-    >>> mask = decisive_bits(op, image)
-    >>> mask.shape, mask.dtype
-    ((2, 8), dtype('uint8'))
+    >>> from lbdviewer.reconstruction.sites import grid_sites
+    >>> default_joint_iterations(grid_sites((64, 64), patch_size=32, offset=8)), default_joint_iterations([[0, 0], [3, 7]])
+    (300, 200)
     """
-    sites = operator.sites
-    n_sites = len(sites)
-
-    def differences(rows):
-        return np.abs(operator_margins(site_subset(operator, rows), x))
-
-    sample = np.unique(np.linspace(0, n_sites - 1, min(n_sites, MEDIAN_SITES)).astype(np.int64))
-    if n_sites <= chunk:  # one pass of the operator itself
-        values = np.abs(operator_margins(operator, x))
-        return np.packbits(values > factor * float(np.median(values[sample])), axis=1, bitorder="little")
-    threshold = factor * float(np.median(differences(sample)))
-    out = np.empty((n_sites, (operator.m + 7) // 8), dtype=np.uint8)
-    for start in range(0, n_sites, chunk):
-        rows = np.arange(start, min(start + chunk, n_sites))
-        out[rows] = np.packbits(differences(rows) > threshold, axis=1, bitorder="little")
-    return out
+    return JOINT_ITERATIONS if is_grid(sites) else KEYPOINT_ITERATIONS
 
 
 class FlatRange:
