@@ -115,3 +115,25 @@ def test_save_png_refuses_another_format_name(tmp_path):
     with pytest.raises(ValueError, match="use save_image"):
         io.save_png(tmp_path / "x.jpg", np.zeros((4, 4)))
     assert not (tmp_path / "x.jpg").exists()
+
+
+def test_float_tiffs_outside_the_unit_range_are_rescaled_with_a_note(tmp_path):
+    from lbdviewer.io.images import ImageRescaledWarning
+
+    ramp = np.linspace(0.0, 1.0, 64, dtype=np.float32).reshape(8, 8)
+    cases = {"unit": (ramp, ramp, None), "eight-bit": (ramp * 200 + 10, (ramp * 200 + 10) / 255, "divided by 255"),
+             "sixteen-bit": (ramp * 4000, ramp * 4000 / 65535, "divided by 65535"),
+             "signed": (ramp * 2 - 1, ramp, "stretched linearly"), "constant": (np.full((8, 8), -3.0, np.float32),
+                                                                               np.zeros((8, 8)), "clipped")}
+    for name, (stored, expected, how) in cases.items():
+        path = tmp_path / f"{name}.tif"
+        assert cv2.imwrite(str(path), stored.astype(np.float32))
+        if how is None:
+            loaded = io.load_image(path)                      # warnings are errors here: none is given
+        else:
+            with pytest.warns(ImageRescaledWarning, match=f"{name}.tif.*outside \\[0, 1\\].*{how}"):
+                loaded = io.load_image(path)
+        np.testing.assert_allclose(loaded, expected, atol=1e-6)
+    assert cv2.imwrite(str(tmp_path / "nan.tif"), np.where(ramp > 0.5, np.nan, ramp).astype(np.float32))
+    with pytest.raises(ValueError, match="nan.tif.*must be finite"):
+        io.load_image(tmp_path / "nan.tif")
