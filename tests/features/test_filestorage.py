@@ -222,3 +222,35 @@ def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
     assert main(["invert", str(bare), "-o", str(tmp_path / "o.png"), "--iterations", "2",
                  "--descriptor", "orb", "--image-size", f"{shape[1]}x{shape[0]}"]) == 0
     assert cv2.imread(str(tmp_path / "o.png"), cv2.IMREAD_UNCHANGED).shape == shape
+
+
+@pytest.mark.parametrize("data, keypoints, message", [
+    ("7.5", None, r"'descriptors' data do not fit dt 'u'"),          # a fraction in a byte
+    ("-1", None, r"'descriptors' data do not fit dt 'u'"),
+    ("7", "[ 20., 30., 31., 45.5, 0., 0.5, -1 ]", "octave must be non-negative integers"),
+    ("7", "[ 20., 30., 31., 45.5, 0., 2.25, -1 ]", "octave must be non-negative integers"),
+])
+def test_fractional_values_for_integer_types_are_refused(tmp_path, data, keypoints, message):
+    """A fraction where OpenCV writes integers is a damaged file, never a value rounded or truncated silently."""
+    options = {} if keypoints is None else {"keypoints": keypoints}
+    text = _orb_yaml(data=", ".join(["7"] * 31 + [data]), **options)
+    for suffix, content in ((".yml", text), (".json", _yaml_to_json(text))):
+        path = tmp_path / f"fraction{suffix}"
+        path.write_text(content)
+        with pytest.raises(ValueError, match=message):
+            load_features(path)
+    whole = tmp_path / "whole.yml"                                   # "7." is how OpenCV may write an integral float
+    whole.write_text(_orb_yaml(data=", ".join(["7"] * 31 + ["7."]), keypoints="[ 20., 30., 31., 45.5, 0., 1., -1 ]"))
+    features = load_features(whole)
+    assert features.descriptors[0, -1] == 7 and features.keypoints.octave.tolist() == [1]
+
+
+def _yaml_to_json(text):
+    """The JSON FileStorage text of :func:`_orb_yaml`'s one-keypoint file (``20.`` written ``20.0``)."""
+    import re
+
+    lines = {key: re.sub(r"(\d)\.(?=[\s,\]])", r"\1.0", value)
+             for key, value in (line.strip().split(": ", 1) for line in text.splitlines()[2:] if ": " in line)}
+    return ('{"descriptor": "orb", "image_width": 64, "image_height": 48, '
+            f'"keypoints": {lines["keypoints"]}, "descriptors": {{"type_id": "opencv-matrix", '
+            f'"rows": 1, "cols": 32, "dt": "u", "data": {lines["data"]}}}}}')
