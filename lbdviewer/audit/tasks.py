@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
-import numba
 import numpy as np
 
+from lbdviewer._runtime.parallel import numba_threads
 from lbdviewer.features.extract import extract_features
 from lbdviewer.features.files import FEATURE_SUFFIXES, feature_entries, load_features
 from lbdviewer.evaluation.display import display_stretch
@@ -228,9 +228,8 @@ def run_task(task):
                worker=worker_name())
     thumbnails = {}
     try:
-        if task.threads is not None:
-            numba.set_num_threads(max(1, min(int(task.threads), numba.config.NUMBA_NUM_THREADS)))
-        _audit(task, row, thumbnails, started)
+        with numba_threads(task.threads):  # this task's count, the worker's own restored after
+            _audit(task, row, thumbnails, started)
         row["status"] = "ok"
     except TimeLimit as error:
         row["status"] = f"error: {error}"
