@@ -185,6 +185,21 @@ def row_key(row):
     return (row["input"], FROM_FILE if is_feature_file(input_path(row["input"])) else row["descriptor"])
 
 
+def error_row(task, status):
+    """``(row, thumbnails)`` of a task that gave no row of its own (its process died): ``status`` and the task's fields.
+
+    Examples
+    --------
+    >>> row, thumbnails = error_row(AuditTask("/a.png", "orb"), "error: died")
+    >>> row["input"], row["status"], row["keypoints"], thumbnails
+    ('/a.png', 'error: died', None, {})
+    """
+    row = dict.fromkeys(COLUMNS)
+    row.update(input=task.label, descriptor=task.descriptor, status=status, mode=task.mode,
+               iterations=task.iterations)
+    return row, {}
+
+
 def worker_name():
     """The Dask worker's address when running on one, else ``local:<pid>``."""
     try:

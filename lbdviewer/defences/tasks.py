@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from lbdviewer.audit.runner import TaskKind
+from lbdviewer.audit.results_log import TaskKind
 from lbdviewer.audit.tasks import is_feature_file, thumbnail_png, worker_name
 from lbdviewer.defences.attacks import ATTACKERS, attack
 from lbdviewer.defences.leakage import described_region, measure_leakage

@@ -13,7 +13,7 @@ import pytest
 from lbdviewer.audit import (COLUMNS, AuditTask, ResultsLog, collect_inputs, iter_audit, plan_tasks, read_results,
                              run_task, write_report)
 from lbdviewer.audit.report import leak_order, render_html, summarise
-from lbdviewer.audit.runner import RESULTS
+from lbdviewer.audit.results_log import RESULTS
 from lbdviewer.audit.tasks import FROM_FILE, reference_beside
 from lbdviewer.evaluation.ocr import text_similarity
 from lbdviewer.cli.main import main
