@@ -59,7 +59,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Module label -> (source files, the test files run against their mutants).
 TARGETS = {
     "metrics": (["lbdviewer/evaluation/metrics.py", "lbdviewer/evaluation/orientation.py"],
-                ["tests/evaluation/test_metrics.py", "tests/evaluation/test_orientation.py"]),
+                ["tests/evaluation/test_metrics.py", "tests/evaluation/test_patch_metrics.py",
+                 "tests/evaluation/test_display.py"]),
     "display": (["lbdviewer/evaluation/display.py"], ["tests/evaluation/test_display.py"]),
     "records": (["lbdviewer/evaluation/records.py"], ["tests/evaluation/test_records.py"]),
     "solvers": (["lbdviewer/solvers/patch/biht.py", "lbdviewer/solvers/projections.py",
@@ -76,7 +77,8 @@ TARGETS = {
     "limits": (["lbdviewer/io/limits.py"], ["tests/io/test_io.py", "tests/test_bad_input.py"]),
     "calibration cache": (["lbdviewer/libraries/calibration/cache.py"],
                           ["tests/libraries/test_calibration_cache.py"]),
-    "audit runner": (["lbdviewer/audit/runner.py"], ["tests/audit/test_runner_files.py", "tests/audit/test_audit.py"]),
+    "audit runner": (["lbdviewer/audit/runner.py", "lbdviewer/audit/results.py"],
+                     ["tests/audit/test_runner_files.py", "tests/audit/test_audit.py"]),
     "gui presenter": (["lbdviewer/gui/presenter.py"],
                       ["tests/gui/test_presenter_dimming.py", "tests/gui/test_main_window.py"]),
 }

@@ -1,4 +1,5 @@
 import os
+import time
 
 import cv2
 import numpy as np
@@ -26,3 +27,19 @@ def write_wave_image(tmp_path_factory):
         return path
 
     return write
+
+
+@pytest.fixture
+def wait_until():
+    """``wait_until(condition, timeout, what)``: poll ``condition()`` every 0.1 s until true; fail after ``timeout`` s.
+
+    A bounded wait for an event (a process ending, a file appearing), as pytest-qt's ``qtbot.waitUntil``:
+    the timeout is generous and the test asserts the event, not the time it took.
+    """
+    def wait(condition, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+            time.sleep(0.1)
+
+    return wait

@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -154,22 +153,18 @@ def _running(pid):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_workers_die_with_an_audit_killed_by_sigkill(tmp_path):
+def test_workers_die_with_an_audit_killed_by_sigkill(tmp_path, wait_until):
     (tmp_path / "audit_worker.py").write_text(WORKER.format(folder=str(tmp_path)))
     audit = subprocess.Popen([sys.executable, str(tmp_path / "audit_worker.py")], cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while len(list(tmp_path.glob("worker-*"))) < 2:                # both workers run a task
-            assert audit.poll() is None and time.monotonic() < deadline, "the workers did not start"
-            time.sleep(0.1)
+        wait_until(lambda: len(list(tmp_path.glob("worker-*"))) == 2 or audit.poll() is not None, 120,
+                   "both workers to run a task")
+        assert audit.poll() is None
         workers = [int(path.name.split("-")[1]) for path in tmp_path.glob("worker-*")]
         assert all(_running(pid) for pid in workers)
         os.kill(audit.pid, signal.SIGKILL)
         audit.wait(timeout=30)
-        deadline = time.monotonic() + 30                               # the fork server ends, then its children
-        while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(_running(pid) for pid in workers), "a worker outlived the audit"
+        wait_until(lambda: not any(_running(pid) for pid in workers), 30, "the workers to end with the audit")
     finally:
         if audit.poll() is None:
             audit.kill()
