@@ -116,9 +116,10 @@ def _check_image(name, image, shape=None):
 
 
 def _apply(image, mask, gain, offset, rule, description, uncovered):
+    """``clip(gain * image + offset, 0, 1)`` on ``mask``; elsewhere 0, or the covered median if ``"neutral"``."""
+    covered = int(mask.sum())
     mapped = gain * image + offset
     clipped = np.clip(mapped, 0.0, 1.0)
-    covered = int(mask.sum())
     changed = int(np.count_nonzero((np.abs(clipped - mapped) > 1e-12) & mask))  # not rounding noise
     fill = float(np.median(clipped[mask])) if uncovered == "neutral" and covered else 0.0
     out = np.where(mask, clipped, fill)
