@@ -254,3 +254,43 @@ def _yaml_to_json(text):
     return ('{"descriptor": "orb", "image_width": 64, "image_height": 48, '
             f'"keypoints": {lines["keypoints"]}, "descriptors": {{"type_id": "opencv-matrix", '
             f'"rows": 1, "cols": 32, "dt": "u", "data": {lines["data"]}}}}}')
+
+
+def test_the_size_limit_is_inclusive(tmp_path, monkeypatch):
+    path = tmp_path / "f.yml"
+    path.write_text(_orb_yaml())
+    size = path.stat().st_size
+    monkeypatch.setattr("lbdviewer.features.filestorage.parser.MAX_FILE_BYTES", size)
+    assert len(load_features(path).keypoints) == 1                  # exactly the limit: read
+    monkeypatch.setattr("lbdviewer.features.filestorage.parser.MAX_FILE_BYTES", size - 1)
+    with pytest.raises(ValueError, match=f"has {size} bytes, more than the {size - 1}"):
+        load_features(path)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('a: "p \\" #q"\n', {"a": 'p " #q'}),                              # an escaped quote, then a '#' inside the string
+    ("a: 'it''s # here'\n", {"a": "it's # here"}),
+    ('"k y": 5\n"z": [1, 2]\n', {"k y": 5, "z": [1, 2]}),                # quoted keys
+    ("a: 1 # a comment\n", {"a": 1}),
+])
+def test_yaml_strings_keys_and_comments(text, expected):
+    assert parse_yaml("%YAML:1.0\n---\n" + text) == expected
+
+
+def test_an_unterminated_string_is_refused(tmp_path):
+    path = tmp_path / "u.yml"
+    path.write_text(_orb_yaml().replace("descriptor: orb", 'descriptor: "orb'))
+    with pytest.raises(ValueError, match="unterminated string"):
+        load_features(path)
+
+
+def test_params_are_written_in_one_order(tmp_path):
+    """The file of a feature set does not depend on the order its params were made in."""
+    def written(params):
+        features = FeatureSet("orb", params, (64, 64), Keypoints([32.0], [30.5]), np.zeros((1, 32), np.uint8), 256,
+                              "little")
+        path = tmp_path / "p.yml"
+        save_features(path, features)
+        return path.read_text()
+
+    assert written({"n_levels": 8, "edge_threshold": 31}) == written({"edge_threshold": 31, "n_levels": 8})

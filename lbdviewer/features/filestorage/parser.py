@@ -300,17 +300,24 @@ class _Yaml:
 
 
 def _strip_comment(line):
+    """``line`` without its ``# comment``; a ``#`` inside a quoted string (with ``\\"`` or ``''`` in it) stays."""
     if "#" not in line:
         return line
-    quote = None
-    for i, char in enumerate(line):
+    quote, i = None, 0
+    while i < len(line):
+        char = line[i]
         if quote:
-            if char == quote:
+            if char == "\\" and quote == '"':
+                i += 1  # the escaped character cannot end the string
+            elif char == quote and quote == "'" and line[i + 1:i + 2] == "'":
+                i += 1  # '' is a quote inside a single-quoted string
+            elif char == quote:
                 quote = None
         elif char in "\"'" and (i == 0 or line[i - 1] in " [{,:"):
             quote = char
         elif char == "#" and (i == 0 or line[i - 1] in " \t"):
             return line[:i]
+        i += 1
     return line
 
 
