@@ -173,3 +173,50 @@ def test_workers_die_with_an_audit_killed_by_sigkill(tmp_path, wait_until):
             pid = int(path.name.split("-")[1])
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_globs_reach_into_subfolders(tmp_path):
+    from lbdviewer.audit.runner import collect_inputs
+
+    for name in ("a.png", "deep/er/b.png", "deep/c.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    found = collect_inputs([str(tmp_path / "**" / "*.png")])
+    assert [Path(p).relative_to(tmp_path).as_posix() for p in found] == ["a.png", "deep/er/b.png"]
+
+
+def _fast_or_held(task):
+    """A task: "fast" returns at once; "held" waits (at most 60 s) for the file ``released`` beside its input."""
+    import time as clock
+
+    released = Path(task.input).parent / "released"
+    waited = 0.0
+    while Path(task.input).name == "held" and not released.exists() and waited < 60:
+        clock.sleep(0.05)
+        waited += 0.05
+    status = "ok" if Path(task.input).name == "fast" or released.exists() else "error: never released"
+    return {**dict.fromkeys(COLUMNS), "input": task.input, "descriptor": "orb", "status": status}, {}
+
+
+def test_rows_arrive_as_their_tasks_finish_not_all_at_once(tmp_path):
+    from lbdviewer.audit.runner import _on_local_pool
+
+    tasks = [AuditTask(str(tmp_path / "held"), "orb"), AuditTask(str(tmp_path / "fast"), "orb")]
+    results = _on_local_pool(tasks, 2, function=_fast_or_held)
+    first, _ = next(results)                       # the held task is still waiting: only the fast one can be done
+    assert first["input"] == str(tmp_path / "fast")
+    (tmp_path / "released").write_text("")
+    second, _ = next(results)
+    assert second["input"] == str(tmp_path / "held") and second["status"] == "ok"
+    assert list(results) == []
+
+
+def test_a_process_that_ended_is_not_running_even_unreaped():
+    from lbdviewer.audit.runner import _running
+
+    assert _running(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)         # ended, not reaped: a zombie
+    assert not _running(child.pid)
+    child.wait()
+    assert not _running(child.pid)

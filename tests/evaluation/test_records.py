@@ -140,3 +140,16 @@ def test_whole_image_runs_record_the_iterations_they_ran():
     budget = reconstruct_image(bits, sites, pattern, shape=image.shape, mode="joint", iterations=5)
     record = run_record("panel:whole-image", result=budget)["solver"]
     assert record["iterations_run"] == 5 and record["stopped_early"] is False
+
+
+def test_a_sample_source_names_its_file_and_a_record_its_time_in_utc():
+    from datetime import datetime
+
+    from lbdviewer.io.files import file_sha256
+    from lbdviewer.io.samples import sample_images
+
+    path = sample_images()["shapes"]
+    source = image_source("shapes")
+    assert source["path"] == str(path) and source["sha256"] == file_sha256(path)
+    created = datetime.fromisoformat(run_record("live", status="cancelled", source="shapes")["created"])
+    assert created.utcoffset() is not None and created.utcoffset().total_seconds() == 0

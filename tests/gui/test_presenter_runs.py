@@ -1,4 +1,7 @@
-"""The whole-image panel shows how current its result is: outdated faint, unfinished half, current as it is."""
+"""How the whole-image panel shows a run: its grey levels, its covered pixels, and how current it is.
+
+Outdated results are faint, unfinished ones half, current ones as they are.
+"""
 
 import numpy as np
 
@@ -20,6 +23,7 @@ def test_an_outdated_result_is_dimmed_until_the_parameters_it_was_made_with_retu
         window.run_whole()
     assert blocker.args == [True]
     assert _opacity(window) == CURRENT and not window.whole.result.is_dimmed()
+    assert window.whole.result.levels == (0.0, 1.0)                # the display rule's grey levels, unchanged
     shown = window.whole.result.array.copy()
     window.parameters.offset = 16                              # the result no longer matches the parameters
     window.rebuild()
@@ -39,3 +43,20 @@ def test_a_running_or_cancelled_run_is_half_dimmed(window):
     assert _opacity(window) == UNFINISHED
     session.whole_ended(False)
     assert session.whole.status == "cancelled" and _opacity(window) == UNFINISHED
+
+
+def test_a_running_patchwise_run_is_stretched_over_the_patches_solved_so_far(window):
+    from lbdviewer.evaluation.display import display_stretch
+
+    window.parameters.mode = "patches"
+    window.rebuild()
+    session = window.session
+    session.start_whole()
+    estimate = np.zeros((96, 96))
+    estimate[:40] = 0.3 + 0.4 * window.session.image[:40]             # the first rows of patches are solved
+    session.whole_progress(WholeUpdate(0.4, estimate))
+    shown = window.whole.result.array
+    assert np.all(shown[40:] == 0.0) and shown[:40].std() > 0.1       # the unsolved rows black, the others stretched
+    expected = display_stretch(estimate, mask=estimate != 0, reference=window.session.image)
+    np.testing.assert_allclose(shown, expected.image)
+    assert window.whole.result.levels == (0.0, 1.0)

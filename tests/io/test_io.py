@@ -1,3 +1,5 @@
+import struct
+
 import cv2
 import numpy as np
 import pytest
@@ -137,3 +139,68 @@ def test_float_tiffs_outside_the_unit_range_are_rescaled_with_a_note(tmp_path):
     assert cv2.imwrite(str(tmp_path / "nan.tif"), np.where(ramp > 0.5, np.nan, ramp).astype(np.float32))
     with pytest.raises(ValueError, match="nan.tif.*must be finite"):
         io.load_image(tmp_path / "nan.tif")
+
+
+def test_gray_with_one_channel_or_with_alpha():
+    from lbdviewer.io.images import to_gray
+
+    gray = np.array([[0, 51], [102, 255]], dtype=np.uint8)
+    np.testing.assert_allclose(to_gray(gray[:, :, None]), gray / 255)               # (H, W, 1) is gray
+    alpha = np.array([[255, 0], [51, 255]], dtype=np.uint8)
+    expected = alpha / 255 * gray / 255 + (1 - alpha / 255)                          # over white
+    np.testing.assert_allclose(to_gray(np.stack([gray, alpha], axis=2)), expected)
+
+
+def test_the_decoded_size_is_checked_too(tmp_path, monkeypatch):
+    """A header the size check misreads (a TIFF's later directory) does not let a large image through."""
+    from lbdviewer.io import images
+    from lbdviewer.io.limits import ResourceLimitError
+
+    path = tmp_path / "wide.png"
+    cv2.imwrite(str(path), np.zeros((10, 400), np.uint8))
+    monkeypatch.setattr(images, "image_header_size", lambda data: (1, 1, "PNG"))    # the header says 1 x 1
+    with pytest.raises(ResourceLimitError, match="400 x 10 = 4,000 pixels"):
+        io.load_image(path, max_pixels=1000)
+
+
+@pytest.mark.parametrize("factor", [0, -2, 1.5, True])
+def test_upscale_takes_positive_integers_only(factor):
+    from lbdviewer.io.images import upscale
+
+    with pytest.raises(ValueError, match="factor must be a positive integer"):
+        upscale(np.zeros((2, 2)), factor)
+
+
+def test_limits_of_one_are_limits():
+    from lbdviewer.io import limits
+
+    assert limits.max_pixels(1) == 1 and limits.max_keypoints(1) == 1
+    with pytest.raises(ValueError, match="must be a positive integer, got 0"):
+        limits.max_pixels(0)
+
+
+def _jpeg_header(height, width, before=b""):
+    """SOI, ``before`` (markers), then a baseline frame header (SOF0) of one 8-bit component."""
+    frame = struct.pack(">BHHB", 8, height, width, 1) + b"\x01\x11\x00"
+    return b"\xff\xd8" + before + b"\xff\xc0" + struct.pack(">H", len(frame) + 2) + frame
+
+
+def _tiff_header(tags):
+    """A little-endian TIFF header whose first directory holds ``tags`` (tag -> LONG value)."""
+    entries = b"".join(struct.pack("<HHII", tag, 4, 1, value) for tag, value in sorted(tags.items()))
+    return b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", len(tags)) + entries + b"\x00" * 4
+
+
+def test_headers_are_read_or_refused_without_an_exception():
+    from lbdviewer.io.limits import image_header_size
+
+    assert image_header_size(_jpeg_header(70, 90)) == (70, 90, "JPEG")
+    standalone = b"\xff\x01" + b"\xff\xd0" + b"\xff\xff"                     # TEM, RST0, a fill byte: no length
+    assert image_header_size(_jpeg_header(70, 90, standalone)) == (70, 90, "JPEG")
+    for cut in (b"\xff\xd8\xff", b"\xff\xd8\xff\xe0\x00", _jpeg_header(70, 90)[:8]):
+        assert image_header_size(cut) is None                                     # cut short
+    assert image_header_size(_tiff_header({256: 90, 257: 70})) == (70, 90, "TIFF")
+    assert image_header_size(_tiff_header({256: 90})) is None                     # no height
+    assert image_header_size(_tiff_header({257: 70})) is None                     # no width
+    assert image_header_size(b"P5 12 34 255\n") == (34, 12, "PNM")
+    assert image_header_size(b"Q5 12 34 255\n") is None and image_header_size(b"PK\x03\x04 12 34") is None

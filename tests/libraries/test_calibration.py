@@ -57,3 +57,46 @@ def test_cache_roundtrip_uses_env_dir(tmp_path, monkeypatch):
     (tmp_path / f"{key}.npz").write_bytes(b"garbage")
     with pytest.warns(CacheWarning, match="unreadable"):
         assert np.array_equal(cached_arrays(key, compute)["pairs"], first["pairs"]) and len(calls) == 2
+
+
+def test_cache_dir_follows_the_xdg_rule(tmp_path, monkeypatch):
+    monkeypatch.delenv("LBDVIEWER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "lbdviewer"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "lbdviewer"
+
+
+def test_the_point_pair_probe_reads_a_3x3_grid_and_catches_a_wrong_table():
+    from lbdviewer.libraries.calibration.cache import point_pair_probe
+
+    table = np.array([[[2, -1], [-3, 0]], [[0, 3], [1, 1]], [[-2, -2], [2, 2]]])
+    seen = []
+
+    def describe(image, centers):
+        seen.append(np.asarray(centers).copy())
+        x, y = centers[:, 0:1], centers[:, 1:2]
+        return image[y + table[:, 0, 1], x + table[:, 0, 0]] > image[y + table[:, 1, 1], x + table[:, 1, 0]]
+
+    probe = point_pair_probe(describe, lambda image: image.astype(np.float64), margin=4, step=5)
+    library, predicted = probe({"pairs": table})
+    assert len(seen[0]) == 9 and sorted(set(seen[0][:, 0].tolist())) == [4, 9, 14]   # 2 margin + 3 steps
+    assert np.array_equal(library, predicted)
+    library, predicted = probe({"pairs": table[:, ::-1]})                              # every pair reversed
+    assert np.mean(library == predicted) < 0.2
+
+
+def test_calibrate_point_pairs_reaches_the_edge_of_its_radius_and_refuses_noise():
+    table = np.array([[[3, 3], [-3, -3]], [[-3, 3], [3, -3]]])           # the corners of radius 3
+
+    def describe(image, centers):
+        x, y = centers[:, 0:1], centers[:, 1:2]
+        return (image[y + table[:, 0, 1], x + table[:, 0, 0]] > image[y + table[:, 1, 1], x + table[:, 1, 0]]
+                ).astype(np.uint8)                                           # 0/1 integers, as some libraries give
+
+    found = calibrate_point_pairs(describe, lambda im: im, radius=3, margin=4, n_images=1, size=40, step=2)
+    assert found.tolist() == table.tolist()
+    flipped = lambda image, centers: describe(image, centers) ^ (centers[:, :1] == 4).astype(np.uint8)  # noqa: E731
+    with pytest.raises(CalibrationError, match="mismatches"):               # a bit no pair explains: refused
+        calibrate_point_pairs(flipped, lambda im: im, radius=3, margin=4, n_images=1, size=40, step=2)

@@ -147,3 +147,18 @@ def test_the_oracle_is_the_papers_iteration():
     for _ in range(20):  # no other point of S is nearer (S is convex: a random point of it is no closer)
         other = _project_on_patches(rng.standard_normal(256))
         assert np.linalg.norm(other - image.ravel()) >= np.linalg.norm(projected - image.ravel()) - 1e-12
+
+
+@pytest.mark.parametrize("backend", ["reference", "batched", "fused"])
+def test_every_backend_reports_the_share_of_bits_its_iterate_reproduces(problem, backend):
+    """``objective`` counts the bits ``B(L x)`` gets wrong, ``bit_consistency`` is the share it gets right."""
+    operator, bits = problem
+    matrix = operator.matrix()
+    tie_bit = 1 if operator.pattern.tie_positive else -1
+    for state in BIHT(operator, bits, iterations=8, backend=backend).steps():
+        margins = np.asarray(state.x, dtype=np.float64).reshape(len(bits), -1) @ matrix.T
+        signs = np.where(margins > ATOL, 1, np.where(margins < -ATOL, -1, tie_bit))
+        wrong = np.count_nonzero(signs != bits, axis=1)
+        slack = 0 if backend == "reference" else np.count_nonzero(np.abs(np.abs(margins) - ATOL) < 1e-6, axis=1)
+        assert np.all(np.abs(state.objective - wrong) <= slack)
+        np.testing.assert_allclose(state.bit_consistency, 1.0 - state.objective / bits.shape[1], atol=1e-12)

@@ -87,3 +87,20 @@ def test_box_and_dispatch():
 def test_bad_arguments_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_ndim_from_one_to_all_axes():
+    np.testing.assert_allclose(project_mean_box(np.array([2.0, 0.0, -1.0]), ndim=1), [1.0, 0.5, 0.0])
+    with pytest.raises(ValueError, match="ndim"):
+        project_mean_box(np.zeros((2, 3)), ndim=0)
+
+
+@pytest.mark.parametrize("z", [[10.0, -10.0, -10.0], [-5.0, -5.0, 7.0, 7.0], [3.0, 3.0, 3.0, -40.0, 0.1],
+                               [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
+def test_the_kernel_on_vectors_whose_newton_steps_leave_no_free_entry(z):
+    """Every entry clipped at some step (no active entry to divide by): bisection takes over."""
+    expected = project_mean_box(np.array([z]), ndim=1)[0]
+    row = np.array(z, dtype=np.float64)
+    mean_box_projection_inplace(row, 0.5)
+    np.testing.assert_allclose(row, expected, atol=1e-9)
+    assert row.mean() == pytest.approx(0.5) and row.min() >= 0 and row.max() <= 1
