@@ -76,7 +76,7 @@ TARGETS = {
     "io": (["lbdviewer/io/images.py", "lbdviewer/io/files.py"], ["tests/io/test_io.py"]),
     "limits": (["lbdviewer/io/limits.py"], ["tests/io/test_io.py", "tests/test_bad_input.py"]),
     "calibration cache": (["lbdviewer/libraries/calibration/cache.py"],
-                          ["tests/libraries/test_calibration_cache.py"]),
+                          ["tests/libraries/test_calibration_cache.py", "tests/libraries/test_calibration.py"]),
     "audit runner": (["lbdviewer/audit/runner.py", "lbdviewer/audit/results.py"],
                      ["tests/audit/test_runner_files.py", "tests/audit/test_audit.py"]),
     "gui presenter": (["lbdviewer/gui/presenter.py"],
@@ -84,7 +84,62 @@ TARGETS = {
 }
 
 #: (source file, original line, mutated line), both stripped -> why no caller can see the change.
-EQUIVALENT = {}
+EQUIVALENT = {
+    ("lbdviewer/evaluation/display.py",
+     "least_squares_gain, _ = least_squares_gain_offset(reference, image, mask=mask)",
+     "least_squares_gain, _ = least_squares_gain_offset(image, reference, mask=mask)"):
+        "only the gain's sign is read, and cov(x, r) / var(x) and cov(r, x) / var(r) have one sign "
+        "(0 when either side is constant)",
+    ("lbdviewer/solvers/patch/base.py", "n_steps = min(n_steps, self.iterations - run.iteration)",
+     "n_steps = min(n_steps, self.iterations + run.iteration)"):
+        "no caller asks for more steps than remain: run() asks for the budget from iteration 0, steps() for one "
+        "while below it",
+    ("lbdviewer/solvers/patch/biht.py", "fields = sparse.csc_matrix(operator.field_matrix(), dtype=np.float64)",
+     "fields = sparse.csc_matrix(operator.field_matrix())"):
+        "the one field_matrix() in lbdviewer (DescriptorOperator's) is float64 already",
+    ("lbdviewer/solvers/patch/biht.py", "rng = np.random.default_rng(0)", "rng = np.random.default_rng(1)"):
+        "the random projections only propose groups of columns; every group is then checked exactly, so any "
+        "seed gives the same cells",
+    ("lbdviewer/features/npz.py", '"version": np.array(VERSION, dtype=np.int64),', '"version": np.array(VERSION),'):
+        "numpy's default integer is int64 (numpy 2, every platform)",
+    ("lbdviewer/features/npz.py", "archive = np.load(handle, allow_pickle=False)",
+     "archive = np.load(handle, allow_pickle=True)"):
+        "check_archive refuses object arrays from their headers before np.load runs: the second guard is "
+        "unreachable while the first holds",
+    ("lbdviewer/io/images.py", 'params = [cv2.IMWRITE_JPEG_QUALITY, 95] if kind == ".jpg" else []',
+     'params = [cv2.IMWRITE_JPEG_QUALITY, 95] if kind != ".jpg" else []'):
+        "OpenCV's default JPEG quality is 95 and PNG ignores the JPEG key: the bytes are identical (checked)",
+    ("lbdviewer/libraries/calibration/cache.py",
+     "def calibrate_point_pairs(describe, smooth, *, radius, margin, n_images=2, size=224, step=3, rng=0,",
+     "def calibrate_point_pairs(describe, smooth, *, radius, margin, n_images=2, size=224, step=3, rng=1,"):
+        "another noise image identifies the same pairs (the library's comparisons do not depend on the seed)",
+    ("lbdviewer/libraries/calibration/cache.py", "corr = zscores.T @ (2.0 * bits - 1.0) / n_samples",
+     "corr = (zscores.T @ (2.0 * bits - 1.0))"):
+        "a positive scale before an argsort: the same order",
+    ("lbdviewer/libraries/calibration/cache.py",
+     "all_bits.append(np.asarray(describe(image, centers), dtype=bool))",
+     "all_bits.append(np.asarray(describe(image, centers)))"):
+        "identify_pairs converts the bits to bool itself",
+    ("lbdviewer/audit/results.py",
+     'with open(path, newline="", encoding="utf-8", errors="surrogateescape") as file:',
+     'with open(path, newline="", errors="surrogateescape") as file:'):
+        "the default encoding is the locale's, UTF-8 on this machine and in CI (and always from Python 3.15)",
+    ("lbdviewer/audit/runner.py", "return max(1, len(os.sched_getaffinity(0)))",
+     "return max(len(os.sched_getaffinity(0)), 1)"): "max is symmetric",
+    ("lbdviewer/gui/presenter.py", "self._estimate_drawn_at = -np.inf  # when a running run's estimate was last drawn",
+     "self._estimate_drawn_at = (np.inf)  # when a running run's estimate was last drawn"):
+        "overwritten with -inf when a run starts: start_whole shows it without an estimate before its first one",
+    ("lbdviewer/gui/presenter.py",
+     "panel.weights.show_array(weights, levels=(0.0, max(float(weights.max()), 1e-12)), metadata=described)",
+     "panel.weights.show_array(weights, levels=(0.0, max(float(weights.max()), 1e-11)), metadata=described)"):
+        "the floor only matters for an all-zero weight map, which no pattern has",
+    ("lbdviewer/gui/presenter.py",
+     "panel.occurrences.show_array(occurrences, levels=(0.0, max(1.0, float(occurrences.max()))),",
+     "panel.occurrences.show_array(occurrences, levels=(0.0, max(float(occurrences.max()), 1.0)),"):
+        "max is symmetric",
+    ("lbdviewer/gui/presenter.py", "bound = max(float(np.abs(vector).max()), 1e-12)",
+     "bound = max(1e-12, float(np.abs(vector).max()))"): "max is symmetric",
+}
 
 _COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
             ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}

@@ -151,5 +151,7 @@ def test_a_sample_source_names_its_file_and_a_record_its_time_in_utc():
     path = sample_images()["shapes"]
     source = image_source("shapes")
     assert source["path"] == str(path) and source["sha256"] == file_sha256(path)
-    created = datetime.fromisoformat(run_record("live", status="cancelled", source="shapes")["created"])
+    text = run_record("live", status="cancelled", source="shapes")["created"]
+    created = datetime.fromisoformat(text)
     assert created.utcoffset() is not None and created.utcoffset().total_seconds() == 0
+    assert len(text) == len("2026-01-31T12:00:00+00:00")                       # to the second
