@@ -225,8 +225,8 @@ def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
 
 
 @pytest.mark.parametrize("data, keypoints, message", [
-    ("7.5", None, r"'descriptors' data do not fit dt 'u'"),          # a fraction in a byte
-    ("-1", None, r"'descriptors' data do not fit dt 'u'"),
+    ("7.5", None, r"do not fit (dt 'u'|their declared type uint8)"),   # a fraction in a byte
+    ("-1", None, r"do not fit (dt 'u'|their declared type uint8)"),
     ("7", "[ 20., 30., 31., 45.5, 0., 0.5, -1 ]", "octave must be non-negative integers"),
     ("7", "[ 20., 30., 31., 45.5, 0., 2.25, -1 ]", "octave must be non-negative integers"),
 ])
@@ -270,7 +270,7 @@ def test_the_size_limit_is_inclusive(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text, expected", [
     ('a: "p \\" #q"\n', {"a": 'p " #q'}),                              # an escaped quote, then a '#' inside the string
     ("a: 'it''s # here'\n", {"a": "it's # here"}),
-    ('"k y": 5\n"z": [1, 2]\n', {"k y": 5, "z": [1, 2]}),                # quoted keys
+    ('"k y": 5\n\'z\': 7\n', {"k y": 5, "z": 7}),                        # quoted keys
     ("a: 1 # a comment\n", {"a": 1}),
 ])
 def test_yaml_strings_keys_and_comments(text, expected):
