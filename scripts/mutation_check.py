@@ -90,6 +90,10 @@ EQUIVALENT = {
      "least_squares_gain, _ = least_squares_gain_offset(image, reference, mask=mask)"):
         "only the gain's sign is read, and cov(x, r) / var(x) and cov(r, x) / var(r) have one sign "
         "(0 when either side is constant)",
+    ("lbdviewer/evaluation/display.py", "x = np.asarray(image, dtype=np.float64)[mask]",
+     "x = np.asarray(image)[mask]"): "numpy computes the mean and std of integers in float64",
+    ("lbdviewer/evaluation/display.py", "r = np.asarray(reference, dtype=np.float64)[mask]",
+     "r = np.asarray(reference)[mask]"): "numpy computes the mean and std of integers in float64",
     ("lbdviewer/solvers/patch/base.py", "n_steps = min(n_steps, self.iterations - run.iteration)",
      "n_steps = min(n_steps, self.iterations + run.iteration)"):
         "no caller asks for more steps than remain: run() asks for the budget from iteration 0, steps() for one "

@@ -268,6 +268,5 @@ def difference_image(original, shown, *, mask=None):
     original = _check_image("original", original)
     shown = _check_image("shown", shown, original.shape)
     mask = np.ones(original.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    difference = np.where(mask, shown - original, 0.0)
-    limit = float(np.abs(difference).max()) if difference.size else 0.0
-    return difference, max(limit, 1.0 / 255.0)
+    difference = np.where(mask, shown - original, 0.0)  # not empty: _check_image refuses empty images
+    return difference, max(float(np.abs(difference).max()), 1.0 / 255.0)

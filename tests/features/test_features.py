@@ -162,3 +162,29 @@ def test_members_in_npy_format_2_are_read(tmp_path):
         else:
             with pytest.raises(ValueError, match="version"):
                 load_features(target)
+
+
+def test_keypoint_columns_are_float_and_one_bit_descriptors_are_allowed():
+    kp = Keypoints([1, 2], [3, 4])                                       # integers in, float64 out
+    assert kp.x.dtype == kp.y.dtype == kp.size.dtype == np.float64
+    one_bit = _features(n_bits=1, descriptors=np.array([[1], [0]], np.uint8))
+    assert one_bit.bits().tolist() == [[1], [-1]]
+
+
+def test_params_are_written_in_one_order_and_an_explicit_format_wins(tmp_path):
+    first, second = tmp_path / "a.npz", tmp_path / "b.npz"
+    save_features(first, _features(params={"n_levels": 8, "edge_threshold": 31}))
+    save_features(second, _features(params={"edge_threshold": 31, "n_levels": 8}))
+    with np.load(first) as a, np.load(second) as b:
+        assert str(a["params"]) == str(b["params"]) == '{"edge_threshold": 31, "n_levels": 8}'
+    save_features(tmp_path / "named.features", _features(), fmt="xml")   # a name that says no format: as given
+    assert (tmp_path / "named.features").read_text().startswith("<?xml")
+
+
+def test_an_npz_image_larger_than_the_pixel_limit_is_refused(tmp_path):
+    from lbdviewer.io.limits import ResourceLimitError
+
+    save_features(tmp_path / "f.npz", _features())                     # 64 x 80 = 5,120 pixels
+    assert load_features(tmp_path / "f.npz", max_pixels=5120).image_shape == (64, 80)
+    with pytest.raises(ResourceLimitError, match="5,120 pixels"):
+        load_features(tmp_path / "f.npz", max_pixels=5119)
