@@ -294,3 +294,20 @@ def test_params_are_written_in_one_order(tmp_path):
         return path.read_text()
 
     assert written({"n_levels": 8, "edge_threshold": 31}) == written({"edge_threshold": 31, "n_levels": 8})
+
+
+def test_nesting_through_dash_items_is_refused_before_python_runs_out_of_stack():
+    """``k:`` / ``- k:`` / ``  - k:`` ... nests without a block of its own: it was a RecursionError at 1000 levels."""
+    def nested(levels):
+        lines = ["k:"] + [" " * (2 * (i - 1)) + "- k:" for i in range(1, levels + 1)] + [" " * (2 * levels) + "- 1"]
+        return "%YAML:1.0\n---\n" + "\n".join(lines) + "\n"
+
+    assert parse_yaml(nested(2))["k"][0]["k"][0]["k"][0] == 1
+    parse_yaml(nested(30))                                            # 61 levels: allowed
+    for levels in (40, 1000):
+        with pytest.raises(ValueError, match="nested too deeply"):
+            parse_yaml(nested(levels))
+
+
+def test_an_empty_quoted_key_is_a_key():
+    assert parse_yaml('%YAML:1.0\n---\n"": 5\n') == {"": 5}

@@ -197,13 +197,17 @@ class _Yaml:
         return node
 
     def block(self, indent, depth):
-        if depth > 64:
-            raise ValueError(f"collections nested too deeply on line {self.lines.current[0]}")
         if _is_item(self.lines.current[2]):
             return self.block_sequence(indent, depth)
         return self.block_mapping(indent, depth)
 
+    def _check_depth(self, depth):
+        """Refuse nesting past 64 levels, however it nests (before Python's own recursion limit is reached)."""
+        if depth > 64:
+            raise ValueError(f"collections nested too deeply on line {self.lines.current[0]}")
+
     def block_mapping(self, indent, depth):
+        self._check_depth(depth)
         out = {}
         while self.lines.current is not None and self.lines.current[1] == indent:
             number, _, text = self.lines.current
@@ -220,6 +224,7 @@ class _Yaml:
         return out
 
     def block_sequence(self, indent, depth):
+        self._check_depth(depth)
         items, count = [], 0
         while self.lines.current is not None and self.lines.current[1] == indent:
             number, _, text = self.lines.current
