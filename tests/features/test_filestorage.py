@@ -311,3 +311,15 @@ def test_nesting_through_dash_items_is_refused_before_python_runs_out_of_stack()
 
 def test_an_empty_quoted_key_is_a_key():
     assert parse_yaml('%YAML:1.0\n---\n"": 5\n') == {"": 5}
+
+
+def test_the_image_size_is_read_whole_or_refused(tmp_path):
+    from lbdviewer.features.filestorage.reader import keypoint_table
+
+    assert keypoint_table([]).shape == keypoint_table(None).shape == (0, 7)            # no keypoints: no rows
+    sized = _orb_yaml().replace("image_width: 64\nimage_height: 48\n", "image_size: [ 64, 48 ]\n")
+    (tmp_path / "sized.yml").write_text(sized)
+    assert load_features(tmp_path / "sized.yml").image_shape == (48, 64)               # cv::Size is width, height
+    (tmp_path / "half.yml").write_text(_orb_yaml().replace("image_height: 48\n", ""))
+    with pytest.raises(ValueError, match="'image_width' without 'image_height': give both, or neither"):
+        load_features(tmp_path / "half.yml")                                 # half a size (was a TypeError)

@@ -274,7 +274,12 @@ def _positive_int(node, key, where):
 def _image_shape(node, where):
     """``(height, width)`` the node gives, or None."""
     if "image_width" in node or "image_height" in node:
-        return (_positive_int(node, "image_height", where), _positive_int(node, "image_width", where))
+        shape = (_positive_int(node, "image_height", where), _positive_int(node, "image_width", where))
+        if None in shape:
+            given, missing = ("image_width", "image_height") if shape[0] is None else ("image_height", "image_width")
+            raise ValueError(f"{where}: {given!r} without {missing!r}: give both, or neither (the size is then "
+                             "inferred)")
+        return shape
     for key in _SIZE_NODES:
         if key in node:
             size = node[key]
