@@ -220,3 +220,27 @@ def test_a_process_that_ended_is_not_running_even_unreaped():
     assert not _running(child.pid)
     child.wait()
     assert not _running(child.pid)
+
+
+def test_the_log_makes_its_folder_and_gives_back_every_file_it_opened(tmp_path):
+    before = len(os.listdir("/proc/self/fd"))
+    log = ResultsLog(tmp_path / "a" / "b" / "report")                  # parents made
+    log.append(_row("/a.png"))
+    log.close()
+    log.close()                                                         # twice: harmless
+    assert len(os.listdir("/proc/self/fd")) == before and (tmp_path / "a" / "b" / "report" / RESULTS).is_file()
+
+
+def test_looking_at_a_process_does_not_signal_it():
+    from lbdviewer.audit.runner import _running
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGHUP,
+                                                                                           signal.SIGTERM)])
+    try:
+        assert _running(child.pid) and _running(child.pid)
+        with pytest.raises(subprocess.TimeoutExpired):                  # still there: nothing was sent to it
+            child.wait(timeout=1)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)

@@ -60,3 +60,11 @@ def test_a_running_patchwise_run_is_stretched_over_the_patches_solved_so_far(win
     expected = display_stretch(estimate, mask=estimate != 0, reference=window.session.image)
     np.testing.assert_allclose(shown, expected.image)
     assert window.whole.result.levels == (0.0, 1.0)
+
+
+def test_the_pattern_maps_carry_the_pattern_they_show(window):
+    """What an export of the weight or occurrence map writes beside it: the pattern's parameters."""
+    described = window.session.pattern.describe_params()
+    for panel in (window.pattern_panel.weights, window.pattern_panel.occurrences):
+        assert panel.metadata["pattern"] == described
+    assert window.pattern_panel.weights.levels[1] == float(window.session.operator.weight_map().max())

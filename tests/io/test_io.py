@@ -1,3 +1,4 @@
+import os
 import struct
 
 import cv2
@@ -204,3 +205,14 @@ def test_headers_are_read_or_refused_without_an_exception():
     assert image_header_size(_tiff_header({257: 70})) is None                     # no width
     assert image_header_size(b"P5 12 34 255\n") == (34, 12, "PNM")
     assert image_header_size(b"Q5 12 34 255\n") is None and image_header_size(b"PK\x03\x04 12 34") is None
+
+
+def test_the_temporary_of_an_atomic_write_is_hidden_beside_its_target(tmp_path, monkeypatch):
+    from lbdviewer.io import files as io_files
+
+    moved = []
+    original = io_files.os.replace
+    monkeypatch.setattr(io_files.os, "replace", lambda source, target: (moved.append(source), original(source, target)))
+    files.atomic_write(tmp_path / "out.png", b"data")
+    (name,) = [os.path.basename(source) for source in moved]
+    assert name.startswith(".out.png.") and name.endswith(".tmp") and os.path.dirname(moved[0]) == str(tmp_path)

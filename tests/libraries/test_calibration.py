@@ -104,3 +104,23 @@ def test_calibrate_point_pairs_reaches_the_edge_of_its_radius_and_refuses_noise(
 
     with pytest.raises(CalibrationError, match="no pair of measurements predicts bit 0 \\(1 mismatches\\)"):
         calibrate_point_pairs(one_flipped, lambda im: im, radius=3, margin=4, n_images=1, size=40, step=2)
+
+
+def test_cached_point_pairs_calibrates_once_and_probes_what_it_reads(tmp_path, monkeypatch):
+    from lbdviewer.libraries.calibration.cache import cached_point_pairs
+
+    monkeypatch.setenv("LBDVIEWER_CACHE_DIR", str(tmp_path))
+    table = np.array([[[2, -1], [-3, 0]], [[0, 3], [1, 1]]])
+    described = []
+
+    def describe(image, centers):
+        described.append(len(centers))
+        x, y = centers[:, 0:1], centers[:, 1:2]
+        return image[y + table[:, 0, 1], x + table[:, 0, 0]] > image[y + table[:, 1, 1], x + table[:, 1, 0]]
+
+    options = dict(margin=4, radius=3, n_images=1, size=40, step=2)
+    key = cache_key("toy-pairs", "1.0", ("radius", 3))
+    assert cached_point_pairs(key, describe, lambda im: im, **options).tolist() == table.tolist()
+    calibrated = len(described)
+    assert cached_point_pairs(key, describe, lambda im: im, **options).tolist() == table.tolist()
+    assert described[calibrated:] == [9]                              # read back: only the probe's 3 x 3 keypoints
