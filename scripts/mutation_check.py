@@ -124,6 +124,28 @@ EQUIVALENT = {
      "all_bits.append(np.asarray(describe(image, centers), dtype=bool))",
      "all_bits.append(np.asarray(describe(image, centers)))"):
         "identify_pairs converts the bits to bool itself",
+    ("lbdviewer/io/files.py",
+     'descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))',
+     'descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 1) | getattr(os, "O_BINARY", 0))'):
+        "the fallback is read only where os has no O_NONBLOCK (Windows); Linux has it",
+    ("lbdviewer/libraries/calibration/cache.py",
+     "def point_pair_probe(describe, smooth, *, margin, tie_positive=False, size=None, step=5, rng=20261126):",
+     "def point_pair_probe(describe, smooth, *, margin, tie_positive=False, size=None, step=5, rng=20261127):"):
+        "the probe image has only to be the same when an entry is written and read; another seed probes as well "
+        "(entries written with the old one would be recomputed once)",
+    ("lbdviewer/libraries/calibration/cache.py", 'padded = np.pad(smoothed, pad, mode="reflect")',
+     "padded = np.pad(smoothed, pad)"):
+        "the probe's keypoints lie margin inside the image, beyond every offset a calibration finds: the padding "
+        "is never read",
+    ("lbdviewer/libraries/calibration/cache.py",
+     "def calibrate_point_pairs(describe, smooth, *, radius, margin, n_images=2, size=224, step=3, rng=0,",
+     "def calibrate_point_pairs(describe, smooth, *, radius, margin, n_images=3, size=224, step=3, rng=0,"):
+        "a third noise image identifies the same pairs (two already leave no pair ambiguous)",
+    ("lbdviewer/audit/results.py", "msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)",
+     "msvcrt.locking(msvcrt.LK_NBLCK, fd, 1)"): "the Windows branch: not run on Linux",
+    ("lbdviewer/audit/runner.py", 'if hasattr(pool, "terminate_workers"):',
+     'if hasattr("terminate_workers", pool):'):
+        "terminate_workers exists from Python 3.14; before, both branches terminate the pool's processes",
     ("lbdviewer/audit/results.py",
      'with open(path, newline="", encoding="utf-8", errors="surrogateescape") as file:',
      'with open(path, newline="", errors="surrogateescape") as file:'):
@@ -420,6 +442,42 @@ def check_module(tree, mutant, tests, timeout):
         os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # numba's cache index keys on the time
 
 
+def print_table(table):
+    """The markdown table of ``(label, count, killed, equivalent, survived, note)`` rows, then the survivors."""
+    print("\n| module | mutants | killed | equivalent | survived | kill rate (non-equivalent) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    total = [0, 0, 0, 0]
+    for label, count, killed, equivalent, survived, note in table:
+        relevant = count - len(equivalent)
+        rate = f"{100 * killed / relevant:.0f} %" if relevant else "n/a"
+        print(f"| {label} | {count} | {killed} | {len(equivalent)} | {len(survived)} | {rate} {note}|")
+        for value, i in ((count, 0), (killed, 1), (len(equivalent), 2), (len(survived), 3)):
+            total[i] += value
+    relevant = total[0] - total[2]
+    rate = f"{100 * total[1] / relevant:.1f} %" if relevant else "n/a"
+    print(f"| all | {total[0]} | {total[1]} | {total[2]} | {total[3]} | {rate} |")
+    for label, _, _, equivalent, survived, _ in table:
+        for m, why in equivalent:
+            print(f"equivalent  {label}: {m.path}:{m.line} {m.mutated.strip()}  -- {why}")
+        for m in survived:
+            print(f"SURVIVED    {label}: {m.path}:{m.line} {m.original.strip()}  ->  {m.mutated.strip()}")
+
+
+def rescore(path):
+    """Print the table of a ``--json`` file, the equivalent mutants judged by today's :data:`EQUIVALENT`."""
+    records = json.loads(Path(path).read_text())["mutants"]
+    table = []
+    for label in dict.fromkeys(r["module"] for r in records):
+        rows = [r for r in records if r["module"] == label]
+        mutants = [(Mutant(r["path"], r["line"], r["operator"], r["original"], r["mutated"]), r) for r in rows]
+        killed = sum(r["outcome"] != "passed" for r in rows)
+        equivalent = [(m, EQUIVALENT[m.key]) for m, r in mutants if r["outcome"] == "passed" and m.key in EQUIVALENT]
+        survived = [m for m, r in mutants if r["outcome"] == "passed" and m.key not in EQUIVALENT]
+        table.append((label, len(rows), killed, equivalent, survived, ""))
+    print_table(table)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", action="append", choices=sorted(TARGETS),
@@ -430,7 +488,11 @@ def main(argv=None):
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lbdviewer-mutation")
     parser.add_argument("--list", action="store_true", help="list the drawn mutants, run nothing")
     parser.add_argument("--json", type=Path, help="write every mutant's outcome here")
+    parser.add_argument("--rescore", type=Path, metavar="JSON",
+                        help="print the table of an earlier run's --json with today's EQUIVALENT table; run nothing")
     args = parser.parse_args(argv)
+    if args.rescore is not None:
+        return rescore(args.rescore)
     labels = args.module or list(TARGETS)
     drawn = {}
     for label in labels:
@@ -471,23 +533,7 @@ def main(argv=None):
             records.append({**asdict(m), "module": label, "outcome": outcome, "status": status,
                             "equivalent_because": why, "seconds": round(seconds, 1)})
         table.append((label, len(drawn[label]), killed, equivalent, survived, ""))
-    print("\n| module | mutants | killed | equivalent | survived | kill rate (non-equivalent) |")
-    print("|---|---:|---:|---:|---:|---:|")
-    total = [0, 0, 0, 0]
-    for label, count, killed, equivalent, survived, note in table:
-        relevant = count - len(equivalent)
-        rate = f"{100 * killed / relevant:.0f} %" if relevant else "n/a"
-        print(f"| {label} | {count} | {killed} | {len(equivalent)} | {len(survived)} | {rate} {note}|")
-        for value, i in ((count, 0), (killed, 1), (len(equivalent), 2), (len(survived), 3)):
-            total[i] += value
-    relevant = total[0] - total[2]
-    rate = f"{100 * total[1] / relevant:.1f} %" if relevant else "n/a"
-    print(f"| all | {total[0]} | {total[1]} | {total[2]} | {total[3]} | {rate} |")
-    for label, _, _, equivalent, survived, _ in table:
-        for m, why in equivalent:
-            print(f"equivalent  {label}: {m.path}:{m.line} {m.mutated.strip()}  -- {why}")
-        for m in survived:
-            print(f"SURVIVED    {label}: {m.path}:{m.line} {m.original.strip()}  ->  {m.mutated.strip()}")
+    print_table(table)
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "per_module": args.per_module, "mutants": records},
                                         indent=1))
