@@ -147,3 +147,11 @@ def test_the_fit_reads_only_covered_pixels():
     # an estimate inverted on the covered pixels is not fitted, whatever lies outside them
     inverted = display_stretch(np.where(mask, 1 - original, original), mask=mask, reference=original)
     assert inverted.rule == "percentile" and "not positive" in inverted.description
+
+
+def test_a_one_pixel_image_and_an_integer_mask():
+    assert display_stretch(np.array([[0.3]])).image.tolist() == [[0.5]]           # constant: mid grey
+    image = _ramp()
+    mask = np.zeros(image.shape, int)
+    mask[4:12, 4:12] = 1                                                   # 0/1 integers mean the same as booleans
+    np.testing.assert_array_equal(display_stretch(image, mask=mask).image, display_stretch(image, mask=mask > 0).image)

@@ -158,3 +158,15 @@ def test_the_display_rule_and_the_metrics_share_one_fit(gain):
     fitted_gain, _ = metrics.least_squares_gain_offset(reference, estimate)
     shown = display_stretch(estimate, reference=reference)
     assert (shown.rule == "fit") == (fitted_gain > 0) == (gain > 0)
+
+
+def test_packed_consistency_for_every_m_its_bytes_can_hold():
+    from lbdviewer.bits import pack_bits
+
+    bits = np.random.default_rng(12).choice([-1, 1], size=(3, 16))
+    for m in (9, 12, 16):                                              # two bytes hold 9 to 16 bits
+        packed = pack_bits(bits[:, :m])
+        assert metrics.packed_bit_consistency(packed, packed, m)[1] == 1.0
+    for m in (8, 17):
+        with pytest.raises(ValueError, match="m must be from 9 to 16"):
+            metrics.packed_bit_consistency(pack_bits(bits), pack_bits(bits), m)

@@ -68,3 +68,19 @@ def test_image_metrics_report_orientation_over_coherent_patches():
     result = metrics.image_metrics(reference, estimate, corners=[[0, 0], [0, 8]], patch_size=16)
     assert result["coherent_patches"] == 1          # the patch at column 0 is flat
     assert result["orientation_error_deg"] == pytest.approx(90.0)
+
+
+def test_coherence_is_the_eigenvalue_contrast_of_the_structure_tensor():
+    """An oracle for intermediate coherences: the eigenvalues of J by numpy, (l1 - l2) / (l1 + l2)."""
+    rng = np.random.default_rng(11)
+    patches = np.cumsum(rng.standard_normal((6, 9, 9)), axis=2) + 0.3 * rng.standard_normal((6, 9, 9))
+    _, coherence = orientation.structure_orientation(patches)
+    for patch, value in zip(patches, coherence):
+        gx, gy = np.gradient(patch, axis=1), np.gradient(patch, axis=0)
+        tensor = np.array([[np.sum(gx * gx), np.sum(gx * gy)], [np.sum(gx * gy), np.sum(gy * gy)]])
+        low, high = np.linalg.eigvalsh(tensor)
+        assert value == pytest.approx((high - low) / (high + low), abs=1e-12)
+    assert 0.05 < coherence.min() and coherence.max() < 0.95            # intermediate values, not 0 or 1
+    faint = np.tile(np.arange(8.0), (8, 1)) * 2.8e-7                    # trace 5e-12: faint, but a ramp
+    assert float(orientation.structure_orientation(faint)[1]) == pytest.approx(1.0)
+    assert float(orientation.structure_orientation(faint / 10)[1]) == 0.0   # trace 5e-14: flat

@@ -155,3 +155,15 @@ def test_a_sample_source_names_its_file_and_a_record_its_time_in_utc():
     created = datetime.fromisoformat(text)
     assert created.utcoffset() is not None and created.utcoffset().total_seconds() == 0
     assert len(text) == len("2026-01-31T12:00:00+00:00")                       # to the second
+
+
+def test_parameters_given_as_numpy_values_agree_with_what_ran():
+    image = _edge()
+    pattern = make_pattern("brief", patch_size=16, m=64)
+    sites = grid_sites(image.shape, patch_size=16, offset=8)
+    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
+                               iterations=5)
+    record = run_record("whole", result=result, parameters={"m": np.int64(64), "patch_size": np.array([16])})
+    assert record["parameters"]["m"] == 64
+    with pytest.raises(ValueError, match="contradicts what the run used"):
+        run_record("whole", result=result, parameters={"m": np.int64(32)})

@@ -188,3 +188,14 @@ def test_an_npz_image_larger_than_the_pixel_limit_is_refused(tmp_path):
     assert load_features(tmp_path / "f.npz", max_pixels=5120).image_shape == (64, 80)
     with pytest.raises(ResourceLimitError, match="5,120 pixels"):
         load_features(tmp_path / "f.npz", max_pixels=5119)
+
+
+def test_members_larger_than_their_limits_are_refused_before_they_are_read(tmp_path):
+    from lbdviewer.io.limits import ResourceLimitError
+
+    path = _write(tmp_path / "wide.npz", descriptors=np.zeros((1, 600), np.uint8))
+    with pytest.raises(ResourceLimitError, match="descriptors of 600 bytes each, more than 512"):
+        load_features(path)
+    path = _write(tmp_path / "heavy.npz", keypoints=np.zeros((1, 27), np.float16))   # 54 bytes, not 6 x 8
+    with pytest.raises(ResourceLimitError, match=r"member 'keypoints' declares shape \(1, 27\).*more than the 48"):
+        load_features(path, max_keypoints=1)

@@ -88,3 +88,16 @@ def test_fast_sites_are_opencvs_fast_corners_of_the_8_bit_image():
     assert sorted(map(tuple, fast_keypoints(image).tolist())) == expected
     assert len(sites) > 0 and np.array_equal(sites[:, ::-1] + 15, points)    # FAST points are whole pixels
     assert (sites + 32).max() <= 64
+
+
+def test_off_diagonal_sites_repeated_sites_and_the_fast_threshold():
+    counts = coverage((4, 6), [[0, 3], [1, 0]], 2)                     # row != column
+    assert counts.tolist() == [[0, 0, 0, 1, 1, 0], [1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]
+    sites = grid_sites((40, 40), patch_size=16, offset=2)
+    assert coarser_grid(sites, spacing=8) is not None
+    assert coarser_grid(np.concatenate([sites, sites[:1]]), spacing=8) is None   # a site twice: not a grid
+    image = np.random.default_rng(5).random((64, 64))
+    strict, _ = fast_sites(image, patch_size=16, threshold=60)
+    loose, _ = fast_sites(image, patch_size=16, threshold=5)
+    assert 0 < len(strict) < len(loose)
+    assert len(strict) == len(sites_from_points(fast_keypoints(image, threshold=60), (64, 64), patch_size=16)[0])
