@@ -323,3 +323,10 @@ def test_the_image_size_is_read_whole_or_refused(tmp_path):
     (tmp_path / "half.yml").write_text(_orb_yaml().replace("image_height: 48\n", ""))
     with pytest.raises(ValueError, match="'image_width' without 'image_height': give both, or neither"):
         load_features(tmp_path / "half.yml")                                 # half a size (was a TypeError)
+
+
+def test_errors_name_the_line_they_are_on():
+    with pytest.raises(ValueError, match="duplicate key 'a' on line 6"):
+        parse_yaml("%YAML:1.0\n---\na: 1\nb: 2\nc: 3\na: 4\n")
+    with pytest.raises(ValueError, match="opened on line 6 is not closed"):
+        parse_yaml("%YAML:1.0\n---\na: 1\n\n# c\nb: [1, 2\nc: 3\n")
