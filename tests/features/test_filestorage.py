@@ -330,3 +330,14 @@ def test_errors_name_the_line_they_are_on():
         parse_yaml("%YAML:1.0\n---\na: 1\nb: 2\nc: 3\na: 4\n")
     with pytest.raises(ValueError, match="opened on line 6 is not closed"):
         parse_yaml("%YAML:1.0\n---\na: 1\n\n# c\nb: [1, 2\nc: 3\n")
+
+
+def test_written_files_look_like_opencvs():
+    features = FeatureSet("orb", {"n_levels": 8}, (48, 64), Keypoints([32.0], [30.5]), np.zeros((1, 32), np.uint8),
+                          256, "little")
+    from lbdviewer.features.filestorage.writer import dumps
+
+    yaml = dumps(features, "yaml")
+    assert "descriptor: orb\n" in yaml and "bitorder: little\n" in yaml              # identifiers plain
+    assert 'params: "{\\"n_levels\\": 8}"' in yaml                                 # other strings quoted
+    assert dumps(features, "json").endswith("}\n") and dumps(features, "xml").endswith("\n")

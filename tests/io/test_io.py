@@ -216,3 +216,26 @@ def test_the_temporary_of_an_atomic_write_is_hidden_beside_its_target(tmp_path, 
     files.atomic_write(tmp_path / "out.png", b"data")
     (name,) = [os.path.basename(source) for source in moved]
     assert name.startswith(".out.png.") and name.endswith(".tmp") and os.path.dirname(moved[0]) == str(tmp_path)
+
+
+def test_a_file_over_the_limit_is_refused_by_its_size_before_it_is_read(tmp_path):
+    (tmp_path / "big.bin").write_bytes(b"0123456789")
+    assert files.read_regular(tmp_path / "big.bin", max_bytes=10) == b"0123456789"
+    with pytest.raises(ValueError, match="has 10 bytes, more than the 9"):
+        files.read_regular(tmp_path / "big.bin", max_bytes=9)
+
+
+def test_upscale_by_one_is_the_image():
+    from lbdviewer.io.images import upscale
+
+    image = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(upscale(image, 1), image)
+
+
+@pytest.mark.parametrize("marker", [0xC0, 0xC2, 0xC7, 0xCF])
+def test_every_jpeg_frame_header_gives_the_size(marker):
+    from lbdviewer.io.limits import image_header_size
+
+    header = bytearray(_jpeg_header(70, 90))
+    header[3] = marker
+    assert image_header_size(bytes(header)) == (70, 90, "JPEG")

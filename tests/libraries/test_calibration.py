@@ -124,3 +124,27 @@ def test_cached_point_pairs_calibrates_once_and_probes_what_it_reads(tmp_path, m
     calibrated = len(described)
     assert cached_point_pairs(key, describe, lambda im: im, **options).tolist() == table.tolist()
     assert described[calibrated:] == [9]                              # read back: only the probe's 3 x 3 keypoints
+
+
+def test_a_cache_entry_of_too_many_members_is_never_inflated(tmp_path, monkeypatch):
+    import io
+    import zipfile
+
+    from lbdviewer.libraries.calibration.cache import MAX_ENTRY_MEMBERS
+
+    monkeypatch.setenv("LBDVIEWER_CACHE_DIR", str(tmp_path))
+    key = cache_key("toy-members", "1.0")
+    for members, refused in ((MAX_ENTRY_MEMBERS, False), (MAX_ENTRY_MEMBERS + 1, True)):
+        with zipfile.ZipFile(tmp_path / f"{key}.npz", "w") as archive:
+            for i in range(members):
+                buffer = io.BytesIO()
+                np.save(buffer, np.arange(2))
+                archive.writestr(f"m{i}.npy", buffer.getvalue())
+        computed = []
+        compute = lambda: computed.append(1) or {"pairs": np.arange(4)}  # noqa: E731
+        if refused:
+            with pytest.warns(CacheWarning, match=f"declares {members} members"):
+                cached_arrays(key, compute)
+        else:
+            cached_arrays(key, compute)
+        assert computed == ([1] if refused else [])          # at the limit it is read (an old entry: no key)
