@@ -225,8 +225,8 @@ def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
 
 
 @pytest.mark.parametrize("data, keypoints, message", [
-    ("7.5", None, r"do not fit (dt 'u'|their declared type uint8)"),   # a fraction in a byte
-    ("-1", None, r"do not fit (dt 'u'|their declared type uint8)"),
+    ("7.5", None, r"data .* do not fit their declared type uint8"),   # a fraction in a byte
+    ("-1", None, r"data .* do not fit their declared type uint8"),
     ("7", "[ 20., 30., 31., 45.5, 0., 0.5, -1 ]", "octave must be non-negative integers"),
     ("7", "[ 20., 30., 31., 45.5, 0., 2.25, -1 ]", "octave must be non-negative integers"),
 ])
@@ -271,10 +271,13 @@ def test_the_size_limit_is_inclusive(tmp_path, monkeypatch):
     ('a: "p \\" #q"\n', {"a": 'p " #q'}),                              # an escaped quote, then a '#' inside the string
     ("a: 'it''s # here'\n", {"a": "it's # here"}),
     ('"k y": 5\n\'z\': 7\n', {"k y": 5, "z": 7}),                        # quoted keys
+    ('"k y": 5\n"z": [1, 2]\n', {"k y": 5, "z": [1, 2]}),                # a quoted key before a flow
     ("a: 1 # a comment\n", {"a": 1}),
 ])
 def test_yaml_strings_keys_and_comments(text, expected):
-    assert parse_yaml("%YAML:1.0\n---\n" + text) == expected
+    tree = parse_yaml("%YAML:1.0\n---\n" + text)
+    # a flow of numbers is read in place as one array
+    assert {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in tree.items()} == expected
 
 
 def test_an_unterminated_string_is_refused(tmp_path):
