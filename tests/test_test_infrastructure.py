@@ -24,10 +24,19 @@ def test_every_test_has_a_time_limit(tmp_path):
     assert result.returncode == 1 and "Timeout" in result.stdout
 
 
-def _reads_a_clock(node):
-    """Whether ``node`` calls ``time.perf_counter()`` (or another clock of :mod:`time`)."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in CLOCKS
-               and isinstance(n.func.value, ast.Name) and n.func.value.id == "time" for n in ast.walk(node))
+def _reads_a_clock(node, imported=frozenset()):
+    """Whether ``node`` calls ``time.perf_counter()`` (or another clock of :mod:`time`), or one ``imported`` by name."""
+    return any(isinstance(n, ast.Call) and (
+        isinstance(n.func, ast.Attribute) and n.func.attr in CLOCKS and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "time" or isinstance(n.func, ast.Name) and n.func.id in imported)
+        for n in ast.walk(node))
+
+
+def _clocks_imported(tree):
+    """Local names of the clocks a module imports from :mod:`time` (``from time import perf_counter as now``)."""
+    return frozenset(alias.asname or alias.name for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module == "time"
+                     for alias in node.names if alias.name in CLOCKS)
 
 
 def _marked_wallclock(function):
@@ -38,12 +47,19 @@ def test_tests_that_time_the_wall_clock_are_marked_wallclock():
     unmarked = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         tree = ast.parse(path.read_text())
+        imported = _clocks_imported(tree)
         timing = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                  and not node.name.startswith("test_") and _reads_a_clock(node)}
+                  and not node.name.startswith("test_") and _reads_a_clock(node, imported)}
         for node in tree.body:
             if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
                 continue
             uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            if (_reads_a_clock(node) or uses & timing) and not _marked_wallclock(node):
+            if (_reads_a_clock(node, imported) or uses & timing) and not _marked_wallclock(node):
                 unmarked.append(f"{path.relative_to(ROOT)}::{node.name}")
     assert not unmarked, f"tests timing the wall clock without @pytest.mark.wallclock: {unmarked}"
+
+
+def test_the_wall_clock_rule_sees_a_clock_imported_by_name():
+    tree = ast.parse("from time import perf_counter as now\n\ndef test_x():\n    assert now() < 1\n")
+    assert _reads_a_clock(tree.body[1], _clocks_imported(tree))
+    assert not _reads_a_clock(ast.parse("def test_x():\n    assert now() < 1\n").body[0])
