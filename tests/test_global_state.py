@@ -92,6 +92,18 @@ def test_an_audit_task_leaves_numbas_thread_count_as_it_found_it(tmp_path):
     assert numba.get_num_threads() == before               # the worker's is back
 
 
+def test_a_defend_task_leaves_numbas_thread_count_as_it_found_it(tmp_path):
+    from lbdviewer.defences.tasks import DefendTask, run_defend_task
+
+    before = numba.get_num_threads()
+    seen = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("lbdviewer.defences.tasks._defend", lambda *args: seen.append(numba.get_num_threads()))
+        row, _ = run_defend_task(DefendTask(str(tmp_path / "a.png"), "orb", "none", None, "aware", threads=1))
+    assert row["status"] == "ok" and seen == [1]          # the task ran with its own count
+    assert numba.get_num_threads() == before               # the worker's is back (h27 left it at the task's)
+
+
 def test_threads_asking_for_the_pool_at_once_share_one(monkeypatch):
     made = []
 

@@ -22,9 +22,9 @@ import shutil
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from lbdviewer._runtime.parallel import numba_threads
 from lbdviewer.audit.results_log import TaskKind
 from lbdviewer.audit.tasks import is_feature_file, thumbnail_png, worker_name
 from lbdviewer.defences.attacks import ATTACKERS, attack
@@ -140,9 +140,8 @@ def run_defend_task(task):
     row, thumbnails = _error_row(task, None)
     row["worker"] = worker_name()
     try:
-        if task.threads is not None:
-            numba.set_num_threads(max(1, min(int(task.threads), numba.config.NUMBA_NUM_THREADS)))
-        _defend(task, row, thumbnails)
+        with numba_threads(task.threads):  # this task's count, the worker's own restored after
+            _defend(task, row, thumbnails)
         row["status"] = "ok"
     except MemoryError:
         row["status"] = "error: out of memory"
