@@ -167,3 +167,27 @@ def test_parameters_given_as_numpy_values_agree_with_what_ran():
     assert record["parameters"]["m"] == 64
     with pytest.raises(ValueError, match="contradicts what the run used"):
         run_record("whole", result=result, parameters={"m": np.int64(32)})
+
+
+def test_rows_that_ran_the_whole_budget_did_not_stop_early():
+    pattern = make_pattern("freak", patch_size=16, m=128)
+    operator = DescriptorOperator(pattern)
+    rng = np.random.default_rng(3)
+    bits = np.stack([operator.describe(rng.random((16, 16))) for _ in range(3)])
+    steps = BIHT(operator, bits, iterations=50).steps()
+    state = [next(steps) for _ in range(4)][-1]
+    steps.close()
+    assert np.asarray(state.iterations_run).tolist() == [4, 4, 4]
+    ran_all = run_record("panel:live", state=state, status="cancelled", iterations_requested=4)["solver"]
+    cut = run_record("panel:live", state=state, status="cancelled", iterations_requested=5)["solver"]
+    assert ran_all["rows_stopped_early"] == 0 and cut["rows_stopped_early"] == 3
+
+
+def test_a_record_names_the_matplotlib_it_ran_with():
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("matplotlib")
+    except metadata.PackageNotFoundError:
+        installed = None
+    assert run_record("figure:x")["versions"]["matplotlib"] == installed
