@@ -92,6 +92,17 @@ def test_fit_is_bounded_least_squares_with_a_nonnegative_gain(gain):
     assert (fitted[0] > 0) == (gain > 0)
 
 
+def test_the_fit_is_scale_free_down_to_its_flatness_floor():
+    """An estimate varying by 1e-12 (sum of squared deviations ~5e-24, above the 1e-24 floor) is still fitted."""
+    reference = np.random.default_rng(7).random((8, 8))
+    tiny = 1e-12 * reference + 3.0
+    spread = float(((tiny - tiny.mean()) ** 2).sum())
+    assert 1e-24 < spread < 1e-23
+    gain, offset = metrics.least_squares_gain_offset(reference, tiny)
+    np.testing.assert_allclose(gain * tiny + offset, reference, atol=1e-3)   # as the bounded least squares oracle
+    assert metrics.least_squares_gain_offset(reference, np.full((8, 8), 3.0)) == (0.0, pytest.approx(reference.mean()))
+
+
 def test_an_inverted_estimate_scores_like_a_flat_guess():
     reference = np.random.default_rng(6).random((48, 48))
     inverted = 1.0 - reference
