@@ -164,6 +164,15 @@ EQUIVALENT = {
      "panel.occurrences.show_array(occurrences, levels=(0.0, max(1.0, float(occurrences.max()))),",
      "panel.occurrences.show_array(occurrences, levels=(0.0, max(float(occurrences.max()), 1.0)),"):
         "max is symmetric",
+    ("lbdviewer/evaluation/orientation.py", "terms[4:7, part] = _structure_tensor(estimate_patches)",
+     "terms[4:8, part] = _structure_tensor(estimate_patches)"):
+        "terms has 7 rows: numpy clips the slice 4:8 to 4:7",
+    ("lbdviewer/solvers/projections.py", "slopes = np.take_along_axis(slopes, order, axis=1)",
+     "slopes = np.take_along_axis(slopes, order)"):
+        "take_along_axis's default axis is the last, and slopes has two (axis 1 is the last)",
+    ("lbdviewer/solvers/projections.py", "total = 0.0", "total = 1.0"):
+        "only the first shift of the safeguarded Newton iteration moves (by 1/N); it ends on the same root, "
+        "every later shift being the root of the linear piece it lands on",
     ("lbdviewer/gui/presenter.py", "bound = max(float(np.abs(vector).max()), 1e-12)",
      "bound = max(1e-12, float(np.abs(vector).max()))"): "max is symmetric",
 }

@@ -104,3 +104,11 @@ def test_the_kernel_on_vectors_whose_newton_steps_leave_no_free_entry(z):
     mean_box_projection_inplace(row, 0.5)
     np.testing.assert_allclose(row, expected, atol=1e-9)
     assert row.mean() == pytest.approx(0.5) and row.min() >= 0 and row.max() <= 1
+
+
+def test_the_in_place_projection_does_not_stop_where_its_function_is_one():
+    """z = (2, 2, 0, 0) to mean 1/4: the first shift (0.75) leaves f = 1 exactly; the root is 1.5."""
+    z = np.array([2.0, 2.0, 0.0, 0.0])
+    shift = mean_box_projection_inplace(z, 0.25)
+    assert shift == 1.5
+    np.testing.assert_array_equal(z, [0.5, 0.5, 0.0, 0.0])             # mean 1/4, the nearest such point
