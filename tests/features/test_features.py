@@ -196,6 +196,12 @@ def test_members_larger_than_their_limits_are_refused_before_they_are_read(tmp_p
     path = _write(tmp_path / "wide.npz", descriptors=np.zeros((1, 600), np.uint8))
     with pytest.raises(ResourceLimitError, match="descriptors of 600 bytes each, more than 512"):
         load_features(path)
+    chars = 2**20 // 4                                                   # '<U' holds 4 bytes a character
+    light = _write(tmp_path / "light.npz", params=np.array("{}" + " " * (chars - 1000)))   # under 1 MiB: read
+    assert load_features(light).params == {}
+    path = _write(tmp_path / "long.npz", params=np.array("{}" + " " * (chars * 3 // 2)))   # 1.5 MiB: refused
+    with pytest.raises(ResourceLimitError, match="member 'params'"):
+        load_features(path)
     path = _write(tmp_path / "heavy.npz", keypoints=np.zeros((1, 27), np.float16))   # 54 bytes, not 6 x 8
     with pytest.raises(ResourceLimitError, match=r"member 'keypoints' declares shape \(1, 27\).*more than the 48"):
         load_features(path, max_keypoints=1)

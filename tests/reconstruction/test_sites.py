@@ -101,3 +101,8 @@ def test_off_diagonal_sites_repeated_sites_and_the_fast_threshold():
     loose, _ = fast_sites(image, patch_size=16, threshold=5)
     assert 0 < len(strict) < len(loose)
     assert len(strict) == len(sites_from_points(fast_keypoints(image, threshold=60), (64, 64), patch_size=16)[0])
+
+
+def test_sites_from_points_refuse_an_empty_patch():
+    with pytest.raises(ValueError, match="patch_size"):
+        sites_from_points([[20, 16]], (64, 64), patch_size=0)
