@@ -344,3 +344,28 @@ def test_written_files_look_like_opencvs():
     assert "descriptor: orb\n" in yaml and "bitorder: little\n" in yaml              # identifiers plain
     assert 'params: "{\\"n_levels\\": 8}"' in yaml                                 # other strings quoted
     assert dumps(features, "json").endswith("}\n") and dumps(features, "xml").endswith("\n")
+
+
+@pytest.mark.parametrize("open_, close", [('{"a": ', "}"), ("[", "]")])
+def test_json_collections_nest_to_the_limit_and_no_further(open_, close):
+    from lbdviewer.features.filestorage.flow import parse_json
+    from lbdviewer.features.filestorage.values import MAX_DEPTH, Budget
+
+    def nested(levels):  # the top mapping is one level
+        return '{"k": ' + open_ * (levels - 1) + "1" + close * (levels - 1) + "}"
+
+    budget = Budget(max_values=1000, max_matrix_values=1000)
+    inner = parse_json(nested(MAX_DEPTH), budget)["k"]
+    for _ in range(MAX_DEPTH - 2):                                   # down to the innermost collection
+        inner = inner["a"] if open_.startswith("{") else inner[0]
+    assert (inner["a"] if open_.startswith("{") else inner.tolist()) in (1, [1])
+    with pytest.raises(ValueError, match=f"nested deeper than {MAX_DEPTH}"):
+        parse_json(nested(MAX_DEPTH + 1), budget)
+
+
+def test_a_json_comma_before_the_end_is_refused_with_its_line():
+    from lbdviewer.features.filestorage.flow import parse_json
+    from lbdviewer.features.filestorage.values import Budget
+
+    with pytest.raises(ValueError, match=r"a comma before the end\) at '\]}' on line 2"):
+        parse_json('{"d": "orb",\n "kp": [1, 2,]}', Budget(max_values=9, max_matrix_values=9))
