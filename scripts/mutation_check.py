@@ -173,6 +173,12 @@ EQUIVALENT = {
     ("lbdviewer/solvers/projections.py", "total = 0.0", "total = 1.0"):
         "only the first shift of the safeguarded Newton iteration moves (by 1/N); it ends on the same root, "
         "every later shift being the root of the linear piece it lands on",
+    ("lbdviewer/features/filestorage/values.py",
+     "cut = min((i for i in (text.find(sep, start + CHUNK_CHARS, stop) for sep in separators) if i >= 0),",
+     "cut = min((i for i in (text.find(sep, (start), stop) for sep in separators) if i >= 0),"):
+        "reached when the window holds no separator after its start, so the first one from start is the first one "
+        "after the window; only a separator at start itself (two in a row before a token over 1 MiB, which is no "
+        "number and is refused either way) differs",
     ("lbdviewer/gui/presenter.py", "bound = max(float(np.abs(vector).max()), 1e-12)",
      "bound = max(1e-12, float(np.abs(vector).max()))"): "max is symmetric",
 }

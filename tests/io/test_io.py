@@ -126,6 +126,8 @@ def test_float_tiffs_outside_the_unit_range_are_rescaled_with_a_note(tmp_path):
     ramp = np.linspace(0.0, 1.0, 64, dtype=np.float32).reshape(8, 8)
     cases = {"unit": (ramp, ramp, None), "eight-bit": (ramp * 200 + 10, (ramp * 200 + 10) / 255, "divided by 255"),
              "sixteen-bit": (ramp * 4000, ramp * 4000 / 65535, "divided by 65535"),
+             "top-of-eight-bit": (ramp * 255, ramp, "divided by 255"),          # 255 itself: still 8-bit levels
+             "past-eight-bit": (ramp * 255.5, ramp * 255.5 / 65535, "divided by 65535"),
              "signed": (ramp * 2 - 1, ramp, "stretched linearly"), "constant": (np.full((8, 8), -3.0, np.float32),
                                                                                np.zeros((8, 8)), "clipped")}
     for name, (stored, expected, how) in cases.items():
@@ -223,6 +225,16 @@ def test_a_file_over_the_limit_is_refused_by_its_size_before_it_is_read(tmp_path
     assert files.read_regular(tmp_path / "big.bin", max_bytes=10) == b"0123456789"
     with pytest.raises(ValueError, match="has 10 bytes, more than the 9"):
         files.read_regular(tmp_path / "big.bin", max_bytes=9)
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_that_says_it_is_empty_is_still_read_to_the_limit_only():
+    """/proc files are regular and report 0 bytes: the size check passes, the read itself must bound them."""
+    with open("/proc/self/status", "rb") as file:
+        status = file.read()
+    assert len(status) > 100 and os.stat("/proc/self/status").st_size == 0
+    with pytest.raises(ValueError, match="more than the 100 bytes"):
+        files.read_regular("/proc/self/status", max_bytes=100)
 
 
 def test_upscale_by_one_is_the_image():
