@@ -179,6 +179,17 @@ EQUIVALENT = {
         "reached when the window holds no separator after its start, so the first one from start is the first one "
         "after the window; only a separator at start itself (two in a row before a token over 1 MiB, which is no "
         "number and is refused either way) differs",
+    ("lbdviewer/io/limits.py", "if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:",
+     "if marker in (0xD8, 0x01) or 0xD0 <= marker <= 216:"):
+        "216 is 0xD8, skipped by the first test already",
+    ("lbdviewer/io/limits.py",
+     'value = struct.unpack(order + ("H" if kind == 3 else "I"), entry[8:10] if kind == 3 else entry[8:12])',
+     'value = struct.unpack(order + ("H" if kind == 3 else "I"), entry[8:10] if kind == 3 else entry[8:13])'):
+        "an IFD entry is sliced 12 bytes long: 8:13 ends at 12 too",
+    ("lbdviewer/libraries/calibration/cache.py", "pad = int(np.abs(table).max(initial=0)) + 1",
+     "pad = (int(np.abs(table).max(initial=0)))"):
+        "the pad only shifts indices into the padded image; the probe's centres lie margin inside it, beyond "
+        "every offset, so a pad one smaller reads the same pixels",
     ("lbdviewer/gui/presenter.py", "bound = max(float(np.abs(vector).max()), 1e-12)",
      "bound = max(1e-12, float(np.abs(vector).max()))"): "max is symmetric",
 }

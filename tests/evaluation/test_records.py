@@ -21,12 +21,17 @@ def _edge(size=24):
     return image
 
 
-def test_joint_run_is_recorded_as_the_solver_that_ran(tmp_path):
+def _edge_reconstructed(*, m, offset, iterations):
+    """The edge image, described by the paper's BRIEF (16 px patches) on a grid and solved jointly."""
     image = _edge()
-    pattern = make_pattern("brief", patch_size=16, m=128)
-    sites = grid_sites(image.shape, patch_size=16, offset=4)
-    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
-                               iterations=20)
+    pattern = make_pattern("brief", patch_size=16, m=m)
+    sites = grid_sites(image.shape, patch_size=16, offset=offset)
+    return image, reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
+                                    iterations=iterations)
+
+
+def test_joint_run_is_recorded_as_the_solver_that_ran(tmp_path):
+    image, result = _edge_reconstructed(m=128, offset=4, iterations=20)
     shown = display_stretch(result.image, mask=result.covered, reference=image)
     record = run_record("panel:whole-image", result=result, metrics={"psnr": float("inf"), "correlation": 0.9},
                         source=image_source("synthetic edge", image), display=shown.record(),
@@ -47,11 +52,7 @@ def test_joint_run_is_recorded_as_the_solver_that_ran(tmp_path):
 
 
 def test_parameters_that_contradict_the_result_are_refused():
-    image = _edge()
-    pattern = make_pattern("brief", patch_size=16, m=128)
-    sites = grid_sites(image.shape, patch_size=16, offset=4)
-    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
-                               iterations=5)
+    _, result = _edge_reconstructed(m=128, offset=4, iterations=5)
     with pytest.raises(ValueError, match="'method'.*biht.*contradicts.*consistency"):
         run_record("panel:whole-image", result=result, parameters={"method": "biht"})
 
@@ -158,11 +159,7 @@ def test_a_sample_source_names_its_file_and_a_record_its_time_in_utc():
 
 
 def test_parameters_given_as_numpy_values_agree_with_what_ran():
-    image = _edge()
-    pattern = make_pattern("brief", patch_size=16, m=64)
-    sites = grid_sites(image.shape, patch_size=16, offset=8)
-    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
-                               iterations=5)
+    _, result = _edge_reconstructed(m=64, offset=8, iterations=5)
     record = run_record("whole", result=result, parameters={"m": np.int64(64), "patch_size": np.array([16])})
     assert record["parameters"]["m"] == 64
     with pytest.raises(ValueError, match="contradicts what the run used"):
