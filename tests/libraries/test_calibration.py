@@ -148,3 +148,9 @@ def test_a_cache_entry_of_too_many_members_is_never_inflated(tmp_path, monkeypat
         else:
             cached_arrays(key, compute)
         assert computed == ([1] if refused else [])          # at the limit it is read (an old entry: no key)
+
+
+@pytest.mark.parametrize("values_shape, bits_shape", [((200,), (200, 2)), ((200, 5), (200,)), ((200, 5), (199, 2))])
+def test_identify_pairs_names_shapes_that_do_not_fit(values_shape, bits_shape):
+    with pytest.raises(ValueError, match=r"values \(S, F\) and bits \(S, M\) must share S"):
+        identify_pairs(np.zeros(values_shape), np.zeros(bits_shape, bool))
