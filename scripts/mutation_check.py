@@ -81,7 +81,8 @@ TARGETS = {
     "audit runner": (["lbdviewer/audit/runner.py", "lbdviewer/audit/results_log.py"],
                      ["tests/audit/test_runner_files.py", "tests/audit/test_audit.py"]),
     "gui presenter": (["lbdviewer/gui/presenter.py"],
-                      ["tests/gui/test_presenter_runs.py", "tests/gui/test_main_window.py"]),
+                      ["tests/gui/test_presenter_runs.py", "tests/gui/test_main_window.py",
+                       "tests/gui/test_library_views.py", "tests/gui/test_feature_view.py"]),
 }
 
 #: (source file, original line, mutated line), both stripped -> why no caller can see the change.
