@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 
-from lbdviewer.audit.results_log import printable
+from lbdviewer.io.tables import printable
 
 __all__ = ["CSS", "PALETTE", "bar", "colours", "escape", "number", "page", "share"]
 

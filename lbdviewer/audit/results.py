@@ -18,7 +18,8 @@ import statistics
 from pathlib import Path
 
 from lbdviewer.audit.risk import risk
-from lbdviewer.audit.results_log import FLOAT_COLUMNS, INTEGER_COLUMNS, RESULTS, printable, read_rows
+from lbdviewer.audit.results_log import FLOAT_COLUMNS, INTEGER_COLUMNS, RESULTS, read_rows
+from lbdviewer.io.tables import printable
 from lbdviewer.audit.tasks import COLUMNS, LINE_SEPARATOR
 from lbdviewer.evaluation.ocr import lines_read
 from lbdviewer.io.files import atomic_write

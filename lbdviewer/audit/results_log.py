@@ -31,10 +31,11 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 from lbdviewer.audit.tasks import COLUMNS, error_row, row_key, run_task
 from lbdviewer.io.files import atomic_write
+from lbdviewer.io.tables import cells_row, read_table
 
 RESULTS = "results.csv"
 #: The lock file of a report folder (see :class:`ResultsLog`).
@@ -42,8 +43,6 @@ LOCK = ".lbdviewer-audit.lock"
 #: Columns of ``results.csv`` read as integers and as floats; the others are text.
 INTEGER_COLUMNS = ("keypoints", "iterations")
 FLOAT_COLUMNS = ("coverage", "correlation", "rank_correlation", "ssim", "ocr_similarity", "ocr_confidence", "seconds")
-#: Lines one record may span (a quoted cell may hold a newline: a file name); an unclosed quote spans no more.
-MAX_RECORD_LINES = 4
 THUMBS = "thumbs"
 
 
@@ -91,7 +90,7 @@ class ResultsLog:
                 _cut_partial_line(self.path)
             if not self.path.exists() or self.path.stat().st_size == 0:
                 atomic_write(self.path, _csv_line(kind.columns).encode("utf-8"))
-            rows, self.damaged = read_rows(self.path, kind=kind)
+            rows, self.damaged = read_table(self.path, columns=kind.columns, key=kind.key, typed=kind.typed)
             self.done = {kind.key(row) for row in rows}
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         except BaseException:
@@ -186,92 +185,6 @@ def _lock_fd(fd):
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def read_rows(path, *, kind=None):
-    """The rows of a table (default the audit's ``results.csv``), typed, and the damaged rows skipped: ``(rows, damaged)``.
-
-    Bytes that are not UTF-8 are kept (``surrogateescape``): a file name
-    may hold any bytes. A row is damaged, reported and skipped, when it is
-    not CSV (an unclosed quote spans at most :data:`MAX_RECORD_LINES` lines),
-    has another number of cells than the kind's columns, is refused by the
-    kind's ``typed`` (an audit row: :func:`typed_row`), or repeats the task
-    key of an earlier row.
-
-    Returns
-    -------
-    rows : list of dict
-        As ``kind.typed`` makes them (an audit's: integers, floats and text;
-        None for empty cells).
-    damaged : list of (int, str)
-        The line each damaged row starts on, and why it was skipped.
-
-    Raises
-    ------
-    ValueError
-        If the header is not the kind's columns.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = Path(folder) / "results.csv"
-    ...     ok = "/a.png,orb,ok" + "," * (len(COLUMNS) - 3) + "\\n"
-    ...     bad = "/b.png,orb,ok,x" + "," * (len(COLUMNS) - 4) + "\\n"
-    ...     _ = path.write_bytes((",".join(COLUMNS) + "\\n" + ok + bad).encode())
-    ...     rows, damaged = read_rows(path)
-    >>> [row["input"] for row in rows], damaged
-    (['/a.png'], [(3, "keypoints is not a number: 'x'")])
-    """
-    kind = AUDIT if kind is None else kind
-    path = Path(path)
-    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as file:
-        lines = file.readlines()
-    columns = _parse_record(lines[0]) if lines else None
-    if columns is None or tuple(columns) != kind.columns:
-        raise ValueError(f"{str(path)!r} has columns {columns}, this lbdviewer writes {list(kind.columns)}: "
-                         "use another REPORT_DIR")
-    typed = kind.typed or (lambda cells: _cells_row(cells, kind.columns))
-    rows, damaged, seen = [], [], set()
-    index = 1
-    while index < len(lines):
-        start, cells = index + 1, None
-        for end in range(index + 1, min(index + MAX_RECORD_LINES, len(lines)) + 1):
-            cells = _parse_record("".join(lines[index:end]))
-            if cells is not None:
-                break
-        index = end if cells is not None else index + 1
-        if cells is None:
-            damaged.append((start, "not a CSV row (a quote is not closed)"))
-            continue
-        try:
-            row = typed(cells)
-        except ValueError as error:
-            damaged.append((start, str(error)))
-            continue
-        key = kind.key(row)
-        if key in seen:
-            damaged.append((start, "repeats the row of " + ", ".join(repr(printable(part)) for part in key)))
-            continue
-        seen.add(key)
-        rows.append(row)
-    return rows, damaged
-
-
-def _cells_row(cells, columns):
-    """The cells of a row of ``columns`` as text by column; ValueError if their number differs."""
-    if len(cells) != len(columns):
-        raise ValueError(f"has {len(cells)} cells, not {len(columns)}")
-    return dict(zip(columns, cells))
-
-
-def _parse_record(text):
-    """The cells of one CSV record, or None when it is not one (an unclosed quote, a stray character)."""
-    try:
-        records = list(csv.reader([text], strict=True))
-    except csv.Error:
-        return None
-    return records[0] if len(records) == 1 else None
-
-
 def typed_row(cells):
     """A row of ``results.csv`` from its cells: integers, floats, None for empty cells; ValueError if damaged.
 
@@ -281,7 +194,7 @@ def typed_row(cells):
     >>> row["keypoints"], row["coverage"]
     (12, None)
     """
-    row = _cells_row(cells, COLUMNS)
+    row = cells_row(cells, COLUMNS)
     for column in ("input", "descriptor", "status"):
         if not row[column]:
             raise ValueError(f"has no {column}")
@@ -301,15 +214,32 @@ def typed_row(cells):
     return row
 
 
-def printable(text):
-    """``text`` with the bytes of a name that is not UTF-8 shown as U+FFFD, for a terminal or a page.
+def read_rows(path):
+    """The rows of an audit's ``results.csv``, typed (:func:`typed_row`), and its damaged rows skipped.
+
+    See :func:`lbdviewer.io.tables.read_table`: a row is damaged when it is
+    not CSV, is refused by :func:`typed_row`, or repeats the
+    ``(input, descriptor)`` of an earlier row.
+
+    Returns
+    -------
+    rows : list of dict
+    damaged : list of (int, str)
+        The line each damaged row starts on, and why it was skipped.
 
     Examples
     --------
-    >>> printable(os.fsdecode(b"caf\\xe9.png"))
-    'caf\ufffd.png'
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "results.csv"
+    ...     ok = "/a.png,orb,ok" + "," * (len(COLUMNS) - 3) + "\\n"
+    ...     bad = "/b.png,orb,ok,x" + "," * (len(COLUMNS) - 4) + "\\n"
+    ...     _ = path.write_bytes((",".join(COLUMNS) + "\\n" + ok + bad).encode())
+    ...     rows, damaged = read_rows(path)
+    >>> [row["input"] for row in rows], damaged
+    (['/a.png'], [(3, "keypoints is not a number: 'x'")])
     """
-    return str(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return read_table(path, columns=COLUMNS, key=row_key, typed=typed_row)
 
 
 def _csv_line(values):
@@ -354,24 +284,24 @@ class TaskKind:
     error_row : callable
         ``(task, status) -> (row, thumbnails)``: the row of a task whose
         process died.
+    typed : callable
+        ``cells -> row`` read back from the table, a ValueError for a damaged
+        row (see :func:`read_rows`).
     results : str
         The table's file name in the report folder.
-    typed : callable, optional
-        ``cells -> row`` read back from the table, a ValueError for a damaged
-        row (default: the cells as text by column, checked for their number).
     """
 
     run: Callable
     columns: tuple
     key: Callable
     error_row: Callable
+    typed: Callable
     results: str = RESULTS
-    typed: Optional[Callable] = None
 
 
 #: The audit's tasks (:func:`~lbdviewer.audit.tasks.run_task`), in ``results.csv``.
-AUDIT = TaskKind(run_task, COLUMNS, row_key, error_row, typed=typed_row)
+AUDIT = TaskKind(run_task, COLUMNS, row_key, error_row, typed_row)
 
 
 __all__ = ["AUDIT", "FLOAT_COLUMNS", "INTEGER_COLUMNS", "LOCK", "RESULTS", "THUMBS", "AuditFilesWarning",
-           "FolderInUseError", "ResultsLog", "TaskKind", "printable", "read_rows", "typed_row"]
+           "FolderInUseError", "ResultsLog", "TaskKind", "read_rows", "typed_row"]

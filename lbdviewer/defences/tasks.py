@@ -30,7 +30,7 @@ from lbdviewer.audit.tasks import is_feature_file, thumbnail_png, worker_name
 from lbdviewer.defences.attacks import ATTACKERS, attack
 from lbdviewer.defences.leakage import described_region, measure_leakage
 from lbdviewer.defences.pairs import synthetic_pairs
-from lbdviewer.defences.rows import COLUMNS, NONE, defend_key, strength_text
+from lbdviewer.defences.rows import COLUMNS, NONE, defend_key, strength_text, typed_defend_row
 from lbdviewer.defences.transforms import Defence
 from lbdviewer.defences.utility import measure_utility
 from lbdviewer.evaluation.display import display_stretch
@@ -189,6 +189,7 @@ def _defend(task, row, thumbnails):
 
 #: The defend tasks for :func:`lbdviewer.audit.runner.iter_audit`, in ``results.csv`` (``defences.csv``
 #: beside an audit's results: :data:`AUDIT_DEFENCES`).
-DEFEND = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row)
+DEFEND = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row, typed_defend_row)
 #: The same tasks recorded beside an audit's ``results.csv`` (``lbdviewer audit --defence``).
-AUDIT_DEFENCES = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row, results="defences.csv")
+AUDIT_DEFENCES = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row, typed_defend_row,
+                          results="defences.csv")

@@ -12,10 +12,10 @@ import pytest
 
 from lbdviewer.audit.report import write_report
 from lbdviewer.audit.results import read_results
-from lbdviewer.audit.results_log import (LOCK, RESULTS, AuditFilesWarning, FolderInUseError, ResultsLog, printable,
-                                         read_rows)
+from lbdviewer.audit.results_log import LOCK, RESULTS, AuditFilesWarning, FolderInUseError, ResultsLog, read_rows
 from lbdviewer.audit.tasks import COLUMNS, AuditTask, run_task
 from lbdviewer.io.images import save_png
+from lbdviewer.io.tables import printable
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9-\xff.png")  # a name of bytes that are not UTF-8, as Linux allows
 

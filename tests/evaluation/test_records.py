@@ -73,14 +73,19 @@ def test_patch_solver_stopping_at_a_fixed_point_is_recorded():
     assert budget_spent["stopped_early"] is False and budget_spent["stop_reason"] is None
 
 
-def test_cancelled_run_records_the_last_state_it_saw():
-    pattern = make_pattern("freak", patch_size=16, m=128)
-    operator = DescriptorOperator(pattern)
+def _biht_state_after(iterations):
+    """BIHT's state after ``iterations`` of a 50-iteration run on three random 16x16 patches (FREAK, 128 bits)."""
+    operator = DescriptorOperator(make_pattern("freak", patch_size=16, m=128))
     rng = np.random.default_rng(3)
     bits = np.stack([operator.describe(rng.random((16, 16))) for _ in range(3)])
     steps = BIHT(operator, bits, iterations=50).steps()
-    state = [next(steps) for _ in range(4)][-1]           # cancelled after 4 iterations
+    state = [next(steps) for _ in range(iterations)][-1]
     steps.close()
+    return state
+
+
+def test_cancelled_run_records_the_last_state_it_saw():
+    state = _biht_state_after(4)                            # cancelled after 4 iterations
     record = run_record("panel:live", state=state, status="cancelled", iterations_requested=50,
                         parameters={"method": "biht"})
     assert record["status"] == "cancelled" and record["solver"]["iterations_run"] == 4
@@ -167,13 +172,7 @@ def test_parameters_given_as_numpy_values_agree_with_what_ran():
 
 
 def test_rows_that_ran_the_whole_budget_did_not_stop_early():
-    pattern = make_pattern("freak", patch_size=16, m=128)
-    operator = DescriptorOperator(pattern)
-    rng = np.random.default_rng(3)
-    bits = np.stack([operator.describe(rng.random((16, 16))) for _ in range(3)])
-    steps = BIHT(operator, bits, iterations=50).steps()
-    state = [next(steps) for _ in range(4)][-1]
-    steps.close()
+    state = _biht_state_after(4)
     assert np.asarray(state.iterations_run).tolist() == [4, 4, 4]
     ran_all = run_record("panel:live", state=state, status="cancelled", iterations_requested=4)["solver"]
     cut = run_record("panel:live", state=state, status="cancelled", iterations_requested=5)["solver"]

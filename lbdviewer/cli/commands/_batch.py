@@ -68,7 +68,8 @@ def run_tasks(tasks, args, *, kind, desc, describe, workers):
     (int, int, int)
         Rows added, of them errors, and tasks already done before.
     """
-    from lbdviewer.audit.results_log import ResultsLog, printable
+    from lbdviewer.audit.results_log import ResultsLog
+    from lbdviewer.io.tables import printable
     from lbdviewer.audit.runner import iter_audit
 
     with ResultsLog(args.output, kind=kind) as log:
