@@ -93,7 +93,9 @@ def make_solve(package, image, descriptor, method="consistency"):
     reconstruct = modules["reconstruct"]
     sites = modules["sites"].grid_sites(image.shape, patch_size=32, offset=8)
     pattern = modules["patterns"].make_pattern(descriptor, patch_size=32, m=512)
-    bits = modules["bits"].unpack_bits(reconstruct.describe_sites(image, sites, pattern), pattern.m)
+    bits = reconstruct.describe_sites(image, sites, pattern)
+    if bits.dtype == np.uint8:  # older revisions' describe_sites packed its bits
+        bits = modules["bits"].unpack_bits(bits, pattern.m)
     operator = modules["joint"].JointOperator(image.shape, sites, pattern)
     whole_image = modules["whole_image"]
     if whole_image is None:

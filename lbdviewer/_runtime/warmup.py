@@ -46,14 +46,14 @@ def iter_compile_kernels():
         pattern = make_pattern(family, patch_size=16, m=64)
         operator = DescriptorOperator(pattern)
         patch = image[None, :16, :16]
-        bits = describe_sites(image, sites, pattern)
+        bits = describe_sites(image, sites, pattern, packed=True)
         values = describe_sites(image, sites, pattern, binary=False)
         results = {}
         work = {
             "patch BIHT": lambda: reconstruct_patches(operator.describe(patch), operator, method="biht", iterations=2),
             "patch primal-dual": lambda: reconstruct_patches(operator.describe(patch, binary=False), operator,
                                                              method="primal-dual", iterations=2),
-            "describe": lambda: describe_sites(image, sites, pattern),
+            "describe": lambda: describe_sites(image, sites, pattern, packed=True),
             "patches": lambda: reconstruct_image(bits, sites, pattern, shape=image.shape, mode="patches", iterations=2),
             "joint": lambda: results.setdefault("joint", reconstruct_image(bits, sites, pattern, shape=image.shape,
                                                                             mode="joint", iterations=2)),
@@ -61,8 +61,8 @@ def iter_compile_kernels():
                                                           iterations=2),
             "joint primal-dual": lambda: reconstruct_image(values, sites, pattern, shape=image.shape, mode="joint",
                                                            iterations=2),
-            "metrics": lambda: (packed_bit_consistency(describe_sites(results["joint"].image, sites, pattern), bits,
-                                                       pattern.m),
+            "metrics": lambda: (packed_bit_consistency(
+                                    describe_sites(results["joint"].image, sites, pattern, packed=True), bits, pattern.m),
                                 image_metrics(image, results["joint"].image, corners=sites, patch_size=16)),
         }
         for step in STEPS:

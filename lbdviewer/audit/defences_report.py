@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lbdviewer._runtime.versions import library_versions
 from lbdviewer.audit.html import escape, number, page
-from lbdviewer.audit.runner import RESULTS
+from lbdviewer.audit.results_log import RESULTS
 from lbdviewer.defences.rows import NONE, read_defend_rows, strength_text
 from lbdviewer.defences.summary import MAX_MATCHING_COST, MIN_GAIN, recommend, summarise_defences
 from lbdviewer.figures.tradeoff import write_tradeoff_figure

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import html
 
+from lbdviewer.io.tables import printable
+
 __all__ = ["CSS", "PALETTE", "bar", "colours", "escape", "number", "page", "share"]
 
 #: One colour per descriptor, in order of first appearance (colour-blind safe, Okabe-Ito).
@@ -17,14 +19,14 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 
 
 def escape(value):
-    """HTML text of ``value`` (None: empty).
+    """HTML text of ``value`` (None: empty; the bytes of a name that is not UTF-8 shown as U+FFFD).
 
     Examples
     --------
     >>> escape("<b> & 'x'"), escape(None)
     ('&lt;b&gt; &amp; &#x27;x&#x27;', '')
     """
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape("" if value is None else printable(value), quote=True)  # names that are not UTF-8: U+FFFD
 
 
 def number(value, digits=2):

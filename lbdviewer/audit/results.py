@@ -13,13 +13,13 @@ legible text first, then by decreasing correlation.
 
 from __future__ import annotations
 
-import csv
 import json
 import statistics
 from pathlib import Path
 
 from lbdviewer.audit.risk import risk
-from lbdviewer.audit.runner import RESULTS
+from lbdviewer.audit.results_log import FLOAT_COLUMNS, INTEGER_COLUMNS, RESULTS, read_rows
+from lbdviewer.io.tables import printable
 from lbdviewer.audit.tasks import COLUMNS, LINE_SEPARATOR
 from lbdviewer.evaluation.ocr import lines_read
 from lbdviewer.io.files import atomic_write
@@ -31,12 +31,13 @@ __all__ = ["LEGIBLE_SIMILARITY", "SETTINGS", "has_text", "is_legible", "is_ok", 
 SETTINGS = "settings.json"
 #: OCR similarity from which a reconstruction counts as leaking the original's text.
 LEGIBLE_SIMILARITY = 0.5
-_INTEGERS = ("keypoints", "iterations")
-_FLOATS = ("coverage", "correlation", "rank_correlation", "ssim", "ocr_similarity", "ocr_confidence", "seconds")
 
 
 def read_results(folder):
-    """The rows of ``folder/results.csv``, typed: ints, floats, None for empty cells.
+    """The rows of ``folder/results.csv``, typed: ints, floats, None for empty cells; damaged rows skipped.
+
+    See :func:`lbdviewer.audit.results_log.read_rows` for what makes a row
+    damaged (the audit reports them and runs their tasks again).
 
     Returns
     -------
@@ -50,24 +51,7 @@ def read_results(folder):
     path = Path(folder) / RESULTS
     if not path.is_file():
         raise ValueError(f"{str(path)!r} does not exist: not an audit report folder")
-    with open(path, newline="", encoding="utf-8") as file:
-        reader = csv.reader(file)
-        columns = tuple(next(reader, ()))
-        if columns != COLUMNS:
-            raise ValueError(f"{str(path)!r} has columns {list(columns)}, expected {list(COLUMNS)}")
-        return [_typed(dict(zip(COLUMNS, values))) for values in reader if len(values) == len(COLUMNS)]
-
-
-def _typed(row):
-    for column in COLUMNS:
-        value = row[column]
-        if value == "":
-            row[column] = None
-        elif column in _INTEGERS:
-            row[column] = int(value)
-        elif column in _FLOATS:
-            row[column] = float(value)
-    return row
+    return read_rows(path)[0]
 
 
 def record_settings(folder, settings):
@@ -225,9 +209,11 @@ def write_parquet(rows, path):
         import pyarrow.parquet as pq
     except ImportError:
         return None
-    types = {column: pa.int64() if column in _INTEGERS else pa.float64() if column in _FLOATS else pa.string()
-             for column in COLUMNS}
-    table = pa.table({column: pa.array([row[column] for row in rows], type=types[column]) for column in COLUMNS})
+    types = {column: pa.int64() if column in INTEGER_COLUMNS else pa.float64() if column in FLOAT_COLUMNS
+             else pa.string() for column in COLUMNS}
+    text = {column for column in COLUMNS if column not in INTEGER_COLUMNS and column not in FLOAT_COLUMNS}
+    table = pa.table({column: pa.array([printable(row[column]) if column in text and row[column] is not None
+                                        else row[column] for row in rows], type=types[column]) for column in COLUMNS})
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer)
     return atomic_write(path, buffer.getvalue().to_pybytes())

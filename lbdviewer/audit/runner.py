@@ -16,48 +16,43 @@ The runner does three things and no scheduling of its own:
    if that process dies too. Dask retries and reports a dying worker itself
    (``KilledWorker``), which also becomes an error row.
 3. **Record**: each row is appended to ``REPORT_DIR/results.csv`` as soon as
-   it arrives (one ``write`` of one line, then ``flush`` and ``fsync``), its
-   thumbnails written beside it under ``thumbs/`` first. A crash or Ctrl-C
-   loses no finished row; a half-written last line (power cut) is cut off
-   when the file is opened again. A second run over the same folder skips
-   every ``(input, descriptor)`` already in the file, error rows included
-   (delete a row to run it again).
+   it arrives (:class:`~lbdviewer.audit.results_log.ResultsLog`: one audit a
+   folder, damaged rows skipped and run again). A crash or Ctrl-C loses no
+   finished row. A second run over the same folder skips every
+   ``(input, descriptor)`` already in the file, error rows included (delete a
+   row to run it again). A local pool's workers die with the audit, even when
+   it is killed by ``kill -9`` (:func:`die_with`).
 
 Workers read their inputs by path: on a cluster, run the workers where the
 paths resolve (the same machine or a shared filesystem).
 
-The same runner serves other batches of one-row tasks: a :class:`TaskKind`
+The same runner serves other batches of one-row tasks: a :class:`~lbdviewer.audit.results_log.TaskKind`
 names the task function, the columns of its table, how a row names its task
 and its file (``lbdviewer defend``: :data:`lbdviewer.defences.tasks.DEFEND`);
-:data:`AUDIT` is the audit's.
+:data:`~lbdviewer.audit.results_log.AUDIT` is the audit's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import glob
-import hashlib
-import io
 import multiprocessing
 import os
+import select
 import signal
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from lbdviewer.audit.tasks import (COLUMNS, FROM_FILE, IMAGE_SUFFIXES, AuditTask, feature_file_entries,
-                                   is_feature_file, row_key, run_task)
+from lbdviewer.audit.results_log import AUDIT, ResultsLog
+from lbdviewer.audit.tasks import (FROM_FILE, IMAGE_SUFFIXES, AuditTask, error_row, feature_file_entries,
+                                   is_feature_file, run_task)
 from lbdviewer.features.files import FEATURE_SUFFIXES
-from lbdviewer.io.files import atomic_write
 
-RESULTS = "results.csv"
 #: Imported once by the fork server, so each worker process starts with them loaded.
 PRELOAD = ["lbdviewer.audit.tasks", "lbdviewer.features.invert", "lbdviewer.cli.commands.extract", "lbdviewer.evaluation.metrics"]
-THUMBS = "thumbs"
 #: Seconds to wait for a Dask scheduler to answer.
 CONNECT_TIMEOUT = 15
 #: What a row says when the process running its task died twice.
@@ -146,99 +141,6 @@ def plan_tasks(inputs, descriptors, **options):
     return tasks
 
 
-class ResultsLog:
-    """``REPORT_DIR/results.csv``, opened for appending rows one at a time, durably.
-
-    Parameters
-    ----------
-    folder : str or os.PathLike
-        The report folder (created if missing).
-    kind : TaskKind
-        Whose table (default :data:`AUDIT`).
-
-    Raises
-    ------
-    ValueError
-        If an existing table has other columns than the kind's
-        (:data:`~lbdviewer.audit.tasks.COLUMNS` for an audit).
-    """
-
-    def __init__(self, folder, *, kind=None):
-        self.kind = kind = AUDIT if kind is None else kind
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / kind.results
-        header = _csv_line(kind.columns)
-        if self.path.exists():
-            _cut_partial_line(self.path)
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            atomic_write(self.path, header.encode("utf-8"))
-        with open(self.path, newline="", encoding="utf-8") as file:
-            reader = csv.reader(file)
-            columns = tuple(next(reader, ()))
-            if columns != kind.columns:
-                raise ValueError(f"{str(self.path)!r} has columns {list(columns)}, this lbdviewer writes "
-                                 f"{list(kind.columns)}: use another REPORT_DIR")
-            self.done = {kind.key(dict(zip(columns, values))) for values in reader if len(values) == len(columns)}
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-
-    def append(self, row, thumbnails=None):
-        """Write the row's thumbnails under ``thumbs/``, then the row, then ``fsync``.
-
-        Returns the row as written (thumbnail columns filled in).
-        """
-        row = dict(row)
-        key = self.kind.key(row)
-        for kind, png in (thumbnails or {}).items():
-            name = f"{THUMBS}/{_thumb_stem(key)}-{kind}.png"
-            (self.folder / THUMBS).mkdir(exist_ok=True)
-            atomic_write(self.folder / name, png)
-            row[f"thumbnail_{kind}"] = name
-        columns = self.kind.columns  # the input exactly: it is the key
-        cells = [row[columns[0]]] + [_cell(row.get(column)) for column in columns[1:]]
-        os.write(self._fd, _csv_line(cells).encode("utf-8"))
-        os.fsync(self._fd)
-        self.done.add(key)
-        return row
-
-    def close(self):
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _csv_line(values):
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow(values)
-    return buffer.getvalue()
-
-
-def _cell(value):
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return "" if value != value else f"{value:.6g}"  # NaN: undefined, an empty cell
-    return " ".join(str(value).splitlines()) if isinstance(value, str) else value
-
-
-def _cut_partial_line(path):
-    """Drop a last line without its newline (a row cut short by a crash)."""
-    with open(path, "rb+") as file:
-        data = file.read()
-        if data and not data.endswith(b"\n"):
-            file.truncate(data.rfind(b"\n") + 1)
-
-
-def _thumb_stem(key):
-    return hashlib.sha1("\0".join(map(str, key)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
 def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None):
     """Run the tasks not yet in ``folder``'s results, yielding each row as it is recorded.
 
@@ -253,8 +155,8 @@ def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None):
     scheduler : str or distributed.Client, optional
         A Dask scheduler address (``tcp://HOST:PORT``) or a connected client:
         run the tasks on that cluster.
-    kind : TaskKind, optional
-        What the tasks are (default :data:`AUDIT`).
+    kind : lbdviewer.audit.results_log.TaskKind, optional
+        What the tasks are (default :data:`~lbdviewer.audit.results_log.AUDIT`).
 
     Yields
     ------
@@ -277,45 +179,7 @@ def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None):
             results.close()
 
 
-def _error_row(task, status):
-    row = dict.fromkeys(COLUMNS)
-    row.update(input=task.label, descriptor=task.descriptor, status=status, mode=task.mode,
-               iterations=task.iterations)
-    return row, {}
-
-
-@dataclass(frozen=True)
-class TaskKind:
-    """A batch of one-row tasks: what runs, the table it fills and how a row names its task.
-
-    Attributes
-    ----------
-    run : callable
-        ``task -> (row, thumbnails)``, a pure function of a picklable task
-        that never raises for a bad input.
-    columns : tuple of str
-        The table's columns, in order; the first is the input path.
-    key : callable
-        ``row -> tuple``: the ``key`` of the task that made the row.
-    error_row : callable
-        ``(task, status) -> (row, thumbnails)``: the row of a task whose
-        process died.
-    results : str
-        The table's file name in the report folder.
-    """
-
-    run: Callable
-    columns: tuple
-    key: Callable
-    error_row: Callable
-    results: str = RESULTS
-
-
-#: The audit's tasks (:func:`~lbdviewer.audit.tasks.run_task`), in ``results.csv``.
-AUDIT = TaskKind(run_task, COLUMNS, row_key, _error_row)
-
-
-def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
+def _on_local_pool(tasks, workers, function=run_task, error_row=error_row):
     """``function(task)`` (default :func:`~lbdviewer.audit.tasks.run_task`) of every task in a local process pool.
 
     Yields the ``(row, thumbnails)`` results in completion order; a task whose
@@ -329,7 +193,7 @@ def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
     queue, suspects = list(reversed(tasks)), []
     while queue:
         pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context,
-                                   initializer=_ignore_interrupts)
+                                   initializer=_start_worker, initargs=(os.getpid(),))
         running = {}
         try:
             while queue or running:
@@ -357,7 +221,8 @@ def _on_local_pool(tasks, workers, function=run_task, error_row=_error_row):
                 _terminate(pool)  # (a worker still starting when this process exits prints a traceback)
             pool.shutdown(wait=True, cancel_futures=True)
     for task in suspects:  # each alone: only the input that kills its process fails
-        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_ignore_interrupts) as pool:
+        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_start_worker,
+                                 initargs=(os.getpid(),)) as pool:
             try:
                 yield pool.submit(function, task).result()
             except BrokenProcessPool:
@@ -405,9 +270,58 @@ def _interrupt_deferred():
         raise KeyboardInterrupt
 
 
-def _ignore_interrupts():
-    """Worker processes leave Ctrl-C to the parent, which stops them (no traceback from each worker)."""
+def _start_worker(audit_pid):
+    """A worker process leaves Ctrl-C to the audit, which stops it (no traceback from each worker), and dies with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(audit_pid)
+
+
+#: Seconds between two looks at the audit process where the system cannot wake a thread when it ends.
+PARENT_WATCH_SECONDS = 1.0
+
+
+def die_with(pid):
+    """End this process as soon as process ``pid`` ends, even by ``kill -9``: no worker outlives its audit.
+
+    A daemon thread waits for ``pid``: on Linux on a process file descriptor
+    (``os.pidfd_open``), woken the moment the process ends; elsewhere it
+    looks every :data:`PARENT_WATCH_SECONDS`. Asking the kernel for a signal
+    when the *parent* ends (``prctl(PR_SET_PDEATHSIG)``) would not do: a
+    worker's parent is the pool's fork server, which every worker keeps alive.
+
+    Examples
+    --------
+    >>> die_with(os.getpid())      # this process: nothing happens until it ends
+    """
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3 or later
+        handle = None
+
+    def watch():
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while _running(pid):
+                time.sleep(PARENT_WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="lbdviewer-audit-watch", daemon=True).start()
+
+
+def _running(pid):
+    """Whether process ``pid`` still runs (a zombie has ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            return file.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True  # no /proc: alive as far as kill says
 
 
 def _terminate(pool):
@@ -439,5 +353,4 @@ def _on_dask(tasks, scheduler, kind=AUDIT):
             client.close()
 
 
-__all__ = ["AUDIT", "RESULTS", "THUMBS", "ResultsLog", "TaskKind", "collect_inputs", "default_workers", "iter_audit",
-           "plan_tasks"]
+__all__ = ["collect_inputs", "default_workers", "die_with", "iter_audit", "plan_tasks"]

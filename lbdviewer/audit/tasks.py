@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
-import numba
 import numpy as np
 
+from lbdviewer._runtime.parallel import numba_threads
 from lbdviewer.features.extract import extract_features
 from lbdviewer.features.files import FEATURE_SUFFIXES, feature_entries, load_features
 from lbdviewer.evaluation.display import display_stretch
@@ -185,6 +185,21 @@ def row_key(row):
     return (row["input"], FROM_FILE if is_feature_file(input_path(row["input"])) else row["descriptor"])
 
 
+def error_row(task, status):
+    """``(row, thumbnails)`` of a task that gave no row of its own (its process died): ``status`` and the task's fields.
+
+    Examples
+    --------
+    >>> row, thumbnails = error_row(AuditTask("/a.png", "orb"), "error: died")
+    >>> row["input"], row["status"], row["keypoints"], thumbnails
+    ('/a.png', 'error: died', None, {})
+    """
+    row = dict.fromkeys(COLUMNS)
+    row.update(input=task.label, descriptor=task.descriptor, status=status, mode=task.mode,
+               iterations=task.iterations)
+    return row, {}
+
+
 def worker_name():
     """The Dask worker's address when running on one, else ``local:<pid>``."""
     try:
@@ -228,9 +243,8 @@ def run_task(task):
                worker=worker_name())
     thumbnails = {}
     try:
-        if task.threads is not None:
-            numba.set_num_threads(max(1, min(int(task.threads), numba.config.NUMBA_NUM_THREADS)))
-        _audit(task, row, thumbnails, started)
+        with numba_threads(task.threads):  # this task's count, the worker's own restored after
+            _audit(task, row, thumbnails, started)
         row["status"] = "ok"
     except TimeLimit as error:
         row["status"] = f"error: {error}"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import csv
+import math
 from pathlib import Path
 
-__all__ = ["COLUMNS", "NONE", "defend_key", "read_defend_rows", "strength_text"]
+from lbdviewer.io.tables import cells_row, read_table
+
+__all__ = ["COLUMNS", "NONE", "defend_key", "read_defend_rows", "strength_text", "typed_defend_row"]
 
 #: ``defence`` of the baseline rows.
 NONE = "none"
@@ -44,8 +46,39 @@ _TEXT = ("input", "descriptor", "defence", "attacker", "status", "worker", "thum
          "thumbnail_reconstruction")
 
 
+def typed_defend_row(cells):
+    """A defend row from its cells: integers, floats, text, None for empty cells; a ValueError if damaged.
+
+    Examples
+    --------
+    >>> row = typed_defend_row(["/a.png", "orb", "none", "", "aware", "ok", "12"] + [""] * (len(COLUMNS) - 7))
+    >>> row["keypoints"], row["strength"], row["coverage"]
+    (12, None, None)
+    """
+    row = cells_row(cells, COLUMNS)
+    for column in ("input", "descriptor", "defence", "attacker", "status"):
+        if not row[column]:
+            raise ValueError(f"has no {column}")
+    for column, value in row.items():
+        if value == "":
+            row[column] = None
+        elif column not in _TEXT:
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"{column} is not a number: {value[:40]!r}") from None
+            if math.isnan(number):
+                raise ValueError(f"{column} is not a number: {value[:40]!r}")
+            row[column] = int(number) if column in _INTEGERS else number
+    return row
+
+
 def read_defend_rows(path):
     """The rows of a defend table (``results.csv`` or an audit's ``defences.csv``), typed; ``[]`` if missing.
+
+    Read as an audit's table is (:func:`lbdviewer.io.tables.read_table`):
+    names that are not UTF-8 kept, damaged rows skipped (``lbdviewer defend``
+    runs their tasks again).
 
     Raises
     ------
@@ -55,24 +88,4 @@ def read_defend_rows(path):
     path = Path(path)
     if not path.is_file():
         return []
-    with open(path, newline="", encoding="utf-8") as file:
-        reader = csv.reader(file)
-        columns = tuple(next(reader, ()))
-        if columns != COLUMNS:
-            raise ValueError(f"{str(path)!r} has columns {list(columns)}, expected {list(COLUMNS)}")
-        rows = []
-        for values in reader:
-            if len(values) != len(COLUMNS):
-                continue
-            row = {}
-            for column, value in zip(COLUMNS, values):
-                if value == "":
-                    row[column] = None
-                elif column in _TEXT:
-                    row[column] = value
-                elif column in _INTEGERS:
-                    row[column] = int(float(value))
-                else:
-                    row[column] = float(value)
-            rows.append(row)
-        return rows
+    return read_table(path, columns=COLUMNS, key=defend_key, typed=typed_defend_row)[0]

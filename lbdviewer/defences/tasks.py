@@ -22,15 +22,15 @@ import shutil
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from lbdviewer.audit.runner import TaskKind
+from lbdviewer._runtime.parallel import numba_threads
+from lbdviewer.audit.results_log import TaskKind
 from lbdviewer.audit.tasks import is_feature_file, thumbnail_png, worker_name
 from lbdviewer.defences.attacks import ATTACKERS, attack
 from lbdviewer.defences.leakage import described_region, measure_leakage
 from lbdviewer.defences.pairs import synthetic_pairs
-from lbdviewer.defences.rows import COLUMNS, NONE, defend_key, strength_text
+from lbdviewer.defences.rows import COLUMNS, NONE, defend_key, strength_text, typed_defend_row
 from lbdviewer.defences.transforms import Defence
 from lbdviewer.defences.utility import measure_utility
 from lbdviewer.evaluation.display import display_stretch
@@ -140,9 +140,8 @@ def run_defend_task(task):
     row, thumbnails = _error_row(task, None)
     row["worker"] = worker_name()
     try:
-        if task.threads is not None:
-            numba.set_num_threads(max(1, min(int(task.threads), numba.config.NUMBA_NUM_THREADS)))
-        _defend(task, row, thumbnails)
+        with numba_threads(task.threads):  # this task's count, the worker's own restored after
+            _defend(task, row, thumbnails)
         row["status"] = "ok"
     except MemoryError:
         row["status"] = "error: out of memory"
@@ -190,6 +189,7 @@ def _defend(task, row, thumbnails):
 
 #: The defend tasks for :func:`lbdviewer.audit.runner.iter_audit`, in ``results.csv`` (``defences.csv``
 #: beside an audit's results: :data:`AUDIT_DEFENCES`).
-DEFEND = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row)
+DEFEND = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row, typed_defend_row)
 #: The same tasks recorded beside an audit's ``results.csv`` (``lbdviewer audit --defence``).
-AUDIT_DEFENCES = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row, results="defences.csv")
+AUDIT_DEFENCES = TaskKind(run_defend_task, COLUMNS, defend_key, _error_row, typed_defend_row,
+                          results="defences.csv")

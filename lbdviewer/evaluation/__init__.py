@@ -4,7 +4,7 @@ from lbdviewer._lazy import lazy_namespace
 
 __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     "image_metrics": "metrics",
-    "patch_metrics": "metrics",
+    "patch_metrics": "orientation",
     "correlation": "metrics",
     "rank_correlation": "metrics",
     "psnr": "metrics",

@@ -13,15 +13,18 @@ are only defined up to them. The rule:
 * **With the original** (``reference``): the estimate's mean and spread over
   the covered pixels are matched to the original's,
   :math:`a = \\sigma_r / \\sigma_x`, :math:`c = \\bar r - a \\bar x`, then
-  clipped to ``[0, 1]``. Original and reconstruction are then on the same
-  scale. The least-squares fit the metrics use before PSNR and SSIM
-  (:func:`lbdviewer.evaluation.metrics.fit_gain_offset`) would shrink the contrast by the
-  correlation (a regression towards the mean), so a weak reconstruction would
-  look grey rather than wrong; matching the spread shows its errors at full
-  contrast. When that least-squares gain is not positive (an estimate no
-  better than flat, or inverted) no gain is fitted: the rule falls back to the
-  percentile stretch and says so, so an inverted estimate is never shown the
-  right way up.
+  clipped to ``[0, 1]`` (:func:`moment_matched_gain_offset`). Original and
+  reconstruction are then on the same scale. The least-squares fit the
+  metrics use before PSNR and SSIM
+  (:func:`lbdviewer.evaluation.metrics.least_squares_gain_offset`, gain
+  ``>= 0``) would shrink the contrast by the correlation (a regression
+  towards the mean), so a weak reconstruction would look grey rather than
+  wrong; matching the spread shows its errors at full contrast. The two fits
+  share one test: when the least-squares gain is not positive (an estimate
+  no better than flat, or inverted, which the metrics fit as the flat mean)
+  no gain is fitted here either: the rule falls back to the percentile
+  stretch and says so, so an inverted estimate is never shown the right way
+  up.
 * **Without the original**: the 0.5 and 99.5 percentiles of the covered
   pixels go to 0 and 1 (clipped), as in the paper.
 * **Originals** are shown as they are (:func:`display_original`).
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lbdviewer._validation import check_choice
-from lbdviewer.evaluation.metrics import fit_gain_offset
+from lbdviewer.evaluation.metrics import least_squares_gain_offset
 
 #: Percentiles of the covered pixels mapped to 0 and 1 when there is no original.
 PERCENTILES = (0.5, 99.5)
@@ -113,9 +116,10 @@ def _check_image(name, image, shape=None):
 
 
 def _apply(image, mask, gain, offset, rule, description, uncovered):
+    """``clip(gain * image + offset, 0, 1)`` on ``mask``; elsewhere 0, or the covered median if ``"neutral"``."""
+    covered = int(mask.sum())
     mapped = gain * image + offset
     clipped = np.clip(mapped, 0.0, 1.0)
-    covered = int(mask.sum())
     changed = int(np.count_nonzero((np.abs(clipped - mapped) > 1e-12) & mask))  # not rounding noise
     fill = float(np.median(clipped[mask])) if uncovered == "neutral" and covered else 0.0
     out = np.where(mask, clipped, fill)
@@ -139,13 +143,16 @@ def percentile_gain_offset(image, mask, percentiles=PERCENTILES):
     return float(1.0 / (high - low)), float(-low / (high - low))
 
 
-def matched_gain_offset(image, reference, mask):
-    """Gain and offset giving ``image[mask]`` the mean and standard deviation of ``reference[mask]``.
+def moment_matched_gain_offset(image, reference, mask):
+    """Gain and offset giving ``image[mask]`` the mean and standard deviation of ``reference[mask]`` (moment matching).
+
+    Not a least-squares fit: ``a = std(r) / std(x)`` whatever the correlation
+    (see the module notes for why the display matches moments).
 
     Examples
     --------
     >>> mask = np.ones((1, 3), bool)
-    >>> gain, offset = matched_gain_offset(np.array([[1.0, 2.0, 3.0]]), np.array([[0.2, 0.4, 0.6]]), mask)
+    >>> gain, offset = moment_matched_gain_offset(np.array([[1.0, 2.0, 3.0]]), np.array([[0.2, 0.4, 0.6]]), mask)
     >>> round(gain, 12), round(offset, 12)
     (0.2, 0.0)
     """
@@ -187,7 +194,7 @@ def display_stretch(image, *, mask=None, reference=None, uncovered="black"):
     -----
     With a reference ``r``, ``a = std(r) / std(x)`` and ``c = mean(r) - a mean(x)``
     over ``mask``, applied when the least-squares gain
-    (:func:`lbdviewer.evaluation.metrics.fit_gain_offset`) is positive; otherwise the
+    (:func:`lbdviewer.evaluation.metrics.least_squares_gain_offset`) is positive; otherwise the
     percentile rule is used and the description says why. Without, ``a = 1 / (p_hi - p_lo)``
     and ``c = -p_lo a`` with ``p`` the 0.5 and 99.5 percentiles. Output:
     ``clip(a x + c, 0, 1)`` on ``mask``, 0 (or its median) elsewhere. No covered pixel: all 0.
@@ -214,9 +221,9 @@ def display_stretch(image, *, mask=None, reference=None, uncovered="black"):
                          description="no covered pixel: shown black", gain=0.0, offset=0.0, clipped_fraction=0.0)
     if reference is not None:
         reference = _check_image("reference", reference, image.shape)
-        least_squares_gain, _ = fit_gain_offset(reference, image, mask=mask)
+        least_squares_gain, _ = least_squares_gain_offset(reference, image, mask=mask)
         if least_squares_gain > 0:
-            gain, offset = matched_gain_offset(image, reference, mask)
+            gain, offset = moment_matched_gain_offset(image, reference, mask)
             return _apply(image, mask, gain, offset, "fit", _FIT_DESCRIPTION, uncovered)
         gain, offset = percentile_gain_offset(image, mask)
         return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION + _FALLBACK_NOTE, uncovered)
@@ -261,6 +268,5 @@ def difference_image(original, shown, *, mask=None):
     original = _check_image("original", original)
     shown = _check_image("shown", shown, original.shape)
     mask = np.ones(original.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    difference = np.where(mask, shown - original, 0.0)
-    limit = float(np.abs(difference).max()) if difference.size else 0.0
-    return difference, max(limit, 1.0 / 255.0)
+    difference = np.where(mask, shown - original, 0.0)  # not empty: _check_image refuses empty images
+    return difference, max(float(np.abs(difference).max()), 1.0 / 255.0)

@@ -87,7 +87,7 @@ class _Runs:
         """
         method = default_method(mode, binary)
         iterations = QUICK_ITERATIONS[method] if self.quick else None
-        descriptors = describe_sites(image, sites, pattern, binary=binary)
+        descriptors = describe_sites(image, sites, pattern, binary=binary, packed=binary)
         result = reconstruct_image(descriptors, sites, pattern, shape=image.shape, mode=mode, method=method,
                                    iterations=iterations)
         metrics = {}

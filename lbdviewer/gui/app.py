@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import lbdviewer.gui.qt  # noqa: F401  (PyQt6 and row-major images, before any Qt library)
+from lbdviewer.gui.qt import configure_pyqtgraph  # PyQt6 first, before any Qt library
 from PyQt6.QtCore import QSettings, QTimer
 from PyQt6.QtWidgets import QApplication
 
@@ -36,7 +36,8 @@ def parse_size(text):
 
 
 def application():
-    """The running QApplication, created if needed."""
+    """The running QApplication, created if needed, with pyqtgraph set up for the app (row-major images)."""
+    configure_pyqtgraph()
     app = QApplication.instance()
     if app is None:
         app = QApplication(sys.argv[:1])

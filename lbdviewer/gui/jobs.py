@@ -376,7 +376,8 @@ def whole_image_updates(image, pattern, sites, parameters, *, chunk=64):
     sites = np.asarray(sites)
     parts = []
     for start in range(0, len(sites), DESCRIBE_CHUNK):
-        parts.append(describe_sites(image, sites[start:start + DESCRIBE_CHUNK], pattern, binary=parameters["binary"]))
+        parts.append(describe_sites(image, sites[start:start + DESCRIBE_CHUNK], pattern, binary=parameters["binary"],
+                                    packed=parameters["binary"]))
         yield WholeUpdate(DESCRIBE_SHARE * min(start + DESCRIBE_CHUNK, len(sites)) / len(sites), None,
                           stage="describing")
     descriptors = np.concatenate(parts)

@@ -197,7 +197,14 @@ def _throttled(items, gate, interval):
 
 
 #: Workers started and not yet finished: a stopped job's worker must outlive the runner's reference to it.
+#: Added to by the GUI thread, removed from by the worker's ``finished`` (its thread, if Qt calls it there).
 _ALIVE = set()
+_ALIVE_LOCK = threading.Lock()
+
+
+def _forget_worker(worker):
+    with _ALIVE_LOCK:
+        _ALIVE.discard(worker)
 
 
 class JobRunner(QObject):
@@ -265,8 +272,9 @@ class JobRunner(QObject):
         worker.errored.connect(lambda error, job=job: self._on_error(job, error))
         worker.finished.connect(lambda job=job: self._on_finished(job))
         self._worker, self._gate, self._completed = worker, gate, True
-        _ALIVE.add(worker)
-        worker.finished.connect(lambda worker=worker: _ALIVE.discard(worker))
+        with _ALIVE_LOCK:
+            _ALIVE.add(worker)
+        worker.finished.connect(lambda worker=worker: _forget_worker(worker))
         self.pool.start(worker)
         self.state_changed.emit("paused" if paused else "running")
 

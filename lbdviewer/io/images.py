@@ -9,6 +9,7 @@ so an interrupted run never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import cv2
@@ -21,6 +22,36 @@ from lbdviewer.io.limits import check_pixels, image_header_size
 _GRAY_WEIGHTS = np.array([0.114, 0.587, 0.299])  # B, G, R as OpenCV stores them
 
 
+class ImageRescaledWarning(UserWarning):
+    """A floating-point image outside ``[0, 1]`` was rescaled into it (the message says how)."""
+
+
+def _float_levels(values, name):
+    """Floating-point pixel values in ``[0, 1]``: as they are, or rescaled with an :class:`ImageRescaledWarning`.
+
+    Values from 0 to at most 255 (or 65535) are the levels of an 8-bit
+    (16-bit) image stored as floats and are divided by 255 (65535); any
+    other range outside ``[0, 1]`` is stretched linearly from its minimum
+    and maximum (a constant one clipped). NaN and infinities are refused.
+    """
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name}: floating-point pixels must be finite (NaN or infinity found)")
+    low, high = float(values.min()), float(values.max())
+    if low >= 0.0 and high <= 1.0:
+        return values
+    if low >= 0.0 and high <= 65535.0:
+        scale = 255.0 if high <= 255.0 else 65535.0
+        how, values = f"divided by {scale:g}", values / scale
+    elif high > low:
+        how, values = "stretched linearly from its minimum and maximum", (values - low) / (high - low)
+    else:
+        how, values = "clipped to [0, 1] (every pixel has one value)", np.clip(values, 0.0, 1.0)
+    warnings.warn(f"{name}: floating-point pixels range from {low:g} to {high:g}, outside [0, 1]; the image was "
+                  f"{how} (save floats in [0, 1], or 8- or 16-bit integers, to keep the levels as they are)",
+                  ImageRescaledWarning, stacklevel=3)
+    return values
+
+
 def to_gray(array, *, name="image"):
     """Convert a decoded image array to a gray float image in ``[0, 1]``.
 
@@ -29,13 +60,21 @@ def to_gray(array, *, name="image"):
     array : ndarray
         ``(H, W)``, ``(H, W, 1)``, ``(H, W, 2)`` (gray + alpha), ``(H, W, 3)``
         (BGR) or ``(H, W, 4)`` (BGRA); unsigned integers are scaled by their
-        maximum value, floats are clipped to ``[0, 1]``, booleans map to 0/1.
+        maximum value, booleans map to 0/1, floats in ``[0, 1]`` are kept;
+        floats outside it are rescaled with an :class:`ImageRescaledWarning`
+        (0..255 and 0..65535 divided by 255 or 65535, other ranges stretched
+        from their minimum and maximum).
     name : str
         What to call the array in error messages (e.g. the file name).
 
     Returns
     -------
     ndarray of float64, shape (H, W)
+
+    Raises
+    ------
+    ValueError
+        For another shape or pixel type, or floats that are not finite.
 
     Notes
     -----
@@ -48,6 +87,12 @@ def to_gray(array, *, name="image"):
     array([[0., 1.]])
     >>> to_gray(np.zeros((1, 1, 4), dtype=np.uint8))  # fully transparent
     array([[1.]])
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     gray = to_gray(np.array([[0.0, 51.0, 255.0]], dtype=np.float32))  # 8-bit levels stored as floats
+    >>> gray.round(6).tolist(), caught[0].category.__name__
+    ([[0.0, 0.2, 1.0]], 'ImageRescaledWarning')
     """
     array = np.asarray(array)
     if array.dtype == bool:
@@ -55,7 +100,12 @@ def to_gray(array, *, name="image"):
     elif np.issubdtype(array.dtype, np.unsignedinteger):
         values = array.astype(np.float64) / np.iinfo(array.dtype).max
     elif np.issubdtype(array.dtype, np.floating):
-        values = np.clip(np.nan_to_num(array.astype(np.float64)), 0.0, 1.0)
+        values = array.astype(np.float64)
+        if values.ndim == 3 and values.shape[2] in (2, 4):  # the colour channels; alpha is clipped below
+            values[:, :, :-1] = _float_levels(values[:, :, :-1], name)
+            values[:, :, -1] = np.clip(values[:, :, -1], 0.0, 1.0)
+        else:
+            values = _float_levels(values, name)
     else:
         raise ValueError(f"{name}: unsupported pixel type {array.dtype}")
     if values.ndim == 3 and values.shape[2] == 1:

@@ -33,8 +33,10 @@ integer arithmetic exactly.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -60,20 +62,50 @@ def _cv2():
     return cv2
 
 
+class LogfFallbackWarning(UserWarning):
+    """No C library ``logf`` was found: BRISK's model takes numpy's ``log``, and may differ from OpenCV's bits."""
+
+
+#: The C libraries searched for ``logf``, in order: glibc's libm, the platform's libm and libc (macOS, musl),
+#: then the symbols already in the running process (None).
+LIBM_NAMES = ("libm.so.6", ctypes.util.find_library("m"), ctypes.util.find_library("c"), None)
+
+
 @functools.lru_cache(maxsize=None)
 def _libm():
-    """The C library's ``logf`` (what OpenCV calls for ``std::log`` of a float), or None."""
-    try:
-        lib = ctypes.CDLL("libm.so.6")
-    except OSError:
-        return None
-    lib.logf.restype = ctypes.c_float
-    lib.logf.argtypes = [ctypes.c_float]
-    return lib
+    """``(name, function)``: the C library's ``logf`` (what OpenCV calls for ``std::log`` of a float), or None."""
+    for name in dict.fromkeys(LIBM_NAMES):
+        try:
+            function = ctypes.CDLL(name).logf
+        except (OSError, AttributeError):
+            continue
+        function.restype = ctypes.c_float
+        function.argtypes = [ctypes.c_float]
+        return ("the running process" if name is None else name), function
+    return None
+
+
+def logf_source():
+    """Where :func:`logf` comes from: the C library's name, or None when it falls back to numpy's ``log``.
+
+    ``lbdviewer verify-model`` reports it: with the fallback, BRISK's model
+    is not guaranteed bit-exact (numpy's float32 ``log`` may round a scale
+    differently from the C library's ``logf``).
+
+    Examples
+    --------
+    >>> logf_source() is None or isinstance(logf_source(), str)
+    True
+    """
+    found = _libm()
+    return None if found is None else found[0]
 
 
 def logf(values):
     """Single-precision natural logarithm as the C library computes it, elementwise.
+
+    Without a C library ``logf`` (see :data:`LIBM_NAMES`) numpy's ``log`` is
+    used and a :class:`LogfFallbackWarning` says so.
 
     Examples
     --------
@@ -81,10 +113,14 @@ def logf(values):
     0.0
     """
     values = np.asarray(values, dtype=_F32)
-    lib = _libm()
-    if lib is None:
+    found = _libm()
+    if found is None:
+        warnings.warn("no C library logf was found (tried " + ", ".join(str(n) for n in LIBM_NAMES)
+                      + "): BRISK's model uses numpy's log, so its scales, and bits, may differ from OpenCV's",
+                      LogfFallbackWarning, stacklevel=2)
         return np.log(values)
-    return np.array([lib.logf(float(v)) for v in values.ravel()], dtype=_F32).reshape(values.shape)
+    function = found[1]
+    return np.array([function(float(v)) for v in values.ravel()], dtype=_F32).reshape(values.shape)
 
 
 def _trunc_int(values):

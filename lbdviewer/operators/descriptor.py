@@ -29,7 +29,7 @@ import numpy as np
 from scipy import sparse
 
 from lbdviewer._validation import check_choice, check_finite_array
-from lbdviewer.bits import sign_with_ties
+from lbdviewer.bits import pack_bits, sign_with_ties
 from lbdviewer.operators.linear import power_norm
 from lbdviewer.patterns.base import KERNELS, Pattern
 
@@ -421,7 +421,7 @@ class DescriptorOperator:
         return np.ascontiguousarray(out).reshape(*lead, *self.patch_shape)
 
     # -- descriptors ------------------------------------------------------
-    def describe(self, patches, *, binary=True, atol=1e-9):
+    def describe(self, patches, *, binary=True, packed=False, atol=1e-9):
         """The descriptor of each patch, computed in float64.
 
         Parameters
@@ -431,18 +431,26 @@ class DescriptorOperator:
             ``True``: bits ``sign(L p - t)`` in {-1, +1} (int8) with the
             pattern's thresholds ``t`` and tie rule; ``False``: the real
             measurements ``L p`` (float64).
+        packed : bool
+            Bits packed 8 a byte (:func:`lbdviewer.bits.pack_bits`, least
+            significant first), the encoding
+            :func:`lbdviewer.reconstruction.image.describe_sites` also takes.
+            Binary only.
         atol : float
             Values of ``L p - t`` within ``atol`` of zero are ties.
 
         Returns
         -------
-        ndarray, shape (..., M)
+        ndarray, shape (..., M), or uint8 (..., ceil(M / 8)) with ``packed``
 
         Raises
         ------
         ValueError
-            If ``patches`` has another shape, or holds NaN, None or infinities.
+            If ``patches`` has another shape, or holds NaN, None or
+            infinities, or ``packed`` is asked for real values.
         """
+        if packed and not binary:
+            raise ValueError("packed=True needs binary=True: real measurements are not packed")
         patches = check_finite_array("patches", patches)
         if patches.shape[-2:] != self.patch_shape:
             raise ValueError(f"patches must have shape (..., {self.patch_shape[0]}, {self.patch_shape[1]}), got {patches.shape}")
@@ -451,7 +459,8 @@ class DescriptorOperator:
         values = (means[:, self._first] - means[:, self._second]).reshape(*lead, self.m)
         if not binary:
             return values
-        return sign_with_ties(values - self.thresholds, tie_positive=self.pattern.tie_positive, atol=atol)
+        bits = sign_with_ties(values - self.thresholds, tie_positive=self.pattern.tie_positive, atol=atol)
+        return pack_bits(bits) if packed else bits
 
     # -- analysis ---------------------------------------------------------
     def field_matrix(self):

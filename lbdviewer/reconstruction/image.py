@@ -11,10 +11,15 @@ Two modes share one entry point, :func:`reconstruct_image`:
     ``[0, 1]`` box. Overlapping patches then have to agree, which recovers
     brightness relations between patches that averaging loses.
 
-Descriptors come in one of three forms: packed bits (uint8, shape
+Descriptors come in one of three forms, read by the one rule of
+:func:`lbdviewer.bits.descriptor_encoding`: packed bits (uint8, shape
 ``(S, ceil(M / 8))``, least significant bit first as
 :func:`lbdviewer.bits.pack_bits`), bits in {-1, +1} (int8 or any integer
-type, ``(S, M)``), or real measurements (float, ``(S, M)``).
+type, ``(S, M)``), or real measurements (float, ``(S, M)``). A float array of
+only -1 and +1 is refused: bits or real values, the caller says which.
+:func:`describe_sites` gives bits as int8 ``(S, M)`` like
+:meth:`lbdviewer.operators.descriptor.DescriptorOperator.describe`, packed with
+``packed=True``.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from lbdviewer._validation import check_choice, check_finite_array, check_iterat
 from lbdviewer.operators.joint.site_patterns import index_patterns
 from lbdviewer.operators.joint.operator import JointOperator, site_subset
 from lbdviewer.operators.descriptor import DescriptorOperator
-from lbdviewer.bits import pack_bits, sign_with_ties, unpack_bits
+from lbdviewer.bits import descriptor_encoding, pack_bits, sign_with_ties, unpack_bits
 from lbdviewer.reconstruction.sites import coarser_grid, coverage
 from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.patch.biht import BIHT
@@ -124,7 +129,7 @@ class ImageProgress:
     result: ImageResult | None = None
 
 
-def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESCRIBE_CHUNK):
+def describe_sites(image, sites, patterns, *, binary=True, packed=False, atol=1e-9, chunk=DESCRIBE_CHUNK):
     """The descriptor of every site of ``image``.
 
     Parameters
@@ -136,6 +141,10 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
     binary : bool
         Bits ``sign(L p - t)`` (with each pattern's thresholds and tie rule,
         see :meth:`DescriptorOperator.describe`) or real measurements ``L p``.
+    packed : bool
+        Bits packed 8 a byte (:func:`lbdviewer.bits.pack_bits`, least
+        significant first; 8x less memory) instead of int8 {-1, +1}, the
+        encoding :meth:`DescriptorOperator.describe` also takes. Binary only.
     atol : float
         Differences within ``atol`` of zero are ties (measuring a float
         reconstruction, use :data:`lbdviewer.operators.joint.operator.TIE_ATOL`).
@@ -145,34 +154,41 @@ def describe_sites(image, sites, patterns, *, binary=True, atol=1e-9, chunk=DESC
     Returns
     -------
     ndarray
-        Binary: packed uint8, shape ``(S, ceil(M / 8))``; real: float32 ``(S, M)``.
+        Binary: int8 in {-1, +1}, shape ``(S, M)``, or with ``packed`` uint8
+        ``(S, ceil(M / 8))``; real: float32 ``(S, M)``.
 
     Raises
     ------
     ValueError
-        If ``image`` holds NaN, None or infinities, or is not 2-D.
+        If ``image`` holds NaN, None or infinities, or is not 2-D, or
+        ``packed`` is asked for real values.
 
     Examples
     --------
     >>> from lbdviewer.patterns import make_pattern
     >>> image = np.random.default_rng(0).random((16, 24))
-    >>> describe_sites(image, [[0, 0], [8, 16]], make_pattern("brief", patch_size=8, m=16)).shape
-    (2, 2)
+    >>> pattern = make_pattern("brief", patch_size=8, m=16)
+    >>> bits = describe_sites(image, [[0, 0], [8, 16]], pattern)
+    >>> bits.dtype, bits.shape, describe_sites(image, [[0, 0], [8, 16]], pattern, packed=True).shape
+    (dtype('int8'), (2, 16), (2, 2))
     """
+    if packed and not binary:
+        raise ValueError("packed=True needs binary=True: real measurements are not packed")
     image = check_finite_array("image", image)
     if image.ndim != 2:
         raise ValueError(f"image must be a 2-D gray image, got shape {image.shape}")
     sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
     unique, index = index_patterns(patterns, len(sites))
     m = unique[0].m
-    out = np.empty((len(sites), (m + 7) // 8 if binary else m), dtype=np.uint8 if binary else np.float32)
+    columns, dtype = ((m + 7) // 8, np.uint8) if packed else (m, np.int8 if binary else np.float32)
+    out = np.empty((len(sites), columns), dtype=dtype)
     for start in range(0, len(sites), chunk):
         part = slice(start, start + chunk)
         operator = JointOperator(image.shape, sites[part],
                                  unique[0] if len(unique) == 1 else [unique[i] for i in index[part]], dtype=np.float64)
         if binary:  # bits sign(A x - t) with each pattern's thresholds t
-            margins = operator.margins(image)
-            out[part] = pack_bits(sign_with_ties(margins, tie_positive=operator.tie_positive, atol=atol))
+            bits = sign_with_ties(operator.margins(image), tie_positive=operator.tie_positive, atol=atol)
+            out[part] = pack_bits(bits) if packed else bits
         else:
             out[part] = operator.forward(image)
     return out
@@ -223,17 +239,12 @@ def _accumulate(total, patches, sites):
 
 
 def _descriptor_kind(descriptors, m):
+    """``(encoding, descriptors)`` of a 2-D array by :func:`lbdviewer.bits.descriptor_encoding`."""
     descriptors = np.asarray(descriptors)
-    if descriptors.dtype == np.uint8 and descriptors.ndim == 2 and descriptors.shape[1] == (m + 7) // 8:
-        return "packed", descriptors
-    if descriptors.ndim != 2 or descriptors.shape[1] != m:
+    if descriptors.ndim != 2:
         raise ValueError(f"descriptors must have shape (S, {m}) or packed (S, {(m + 7) // 8}) uint8, "
                          f"got {descriptors.dtype} {descriptors.shape}")
-    if np.issubdtype(descriptors.dtype, np.floating):
-        return "real", descriptors
-    if not np.all(np.abs(descriptors) == 1):
-        raise ValueError("descriptors of integer type must hold bits in {-1, +1}")
-    return "bits", descriptors
+    return descriptor_encoding(descriptors, m), descriptors
 
 
 def iter_reconstruct_image(descriptors, sites, patterns, *, shape, mode=None, method=None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer._validation import check_choice, check_int
+from lbdviewer.bits import descriptor_encoding
 from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.patch.biht import BIHT
 from lbdviewer.solvers.patch.base import domain_shape_of
@@ -40,7 +41,10 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
     lam : float
         Primal-dual: data weight (default :data:`~lbdviewer.solvers.patch.primal_dual.DEFAULT_LAM`).
     binary : bool, optional
-        Primal-dual: whether the descriptors are bits (default: detected).
+        Primal-dual: whether the descriptors are bits. Default: read from
+        the array by :func:`lbdviewer.bits.descriptor_encoding` (integers
+        are bits, floats real values; floats that are all -1 or +1 are
+        refused, since they could be either).
     chunk : int
         Patches solved together, >= 1; bounds the memory to a few arrays of
         ``chunk x N``.
@@ -57,8 +61,9 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
     Raises
     ------
     ValueError
-        If ``method`` or ``chunk`` is not valid (solver parameters are checked
-        by the solvers).
+        If ``method`` or ``chunk`` is not valid, or primal-dual is left to
+        guess whether float descriptors of only -1 and +1 are bits (solver
+        parameters are checked by the solvers).
 
     Examples
     --------
@@ -77,6 +82,8 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
         raise ValueError(f"descriptors must have shape (B, M), got {descriptors.shape}")
     if iterations is None:
         iterations = DEFAULT_ITERATIONS[method]
+    if method == "primal-dual" and binary is None:
+        binary = descriptor_encoding(descriptors, descriptors.shape[1]) == "bits"
     total = descriptors.shape[0]
     for start in range(0, total, chunk):
         part = descriptors[start:start + chunk]

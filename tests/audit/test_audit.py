@@ -12,7 +12,7 @@ import pytest
 from lbdviewer.audit import (COLUMNS, AuditTask, ResultsLog, collect_inputs, iter_audit, plan_tasks, read_results,
                              run_task, write_report)
 from lbdviewer.audit.report import leak_order, render_html, summarise
-from lbdviewer.audit.runner import RESULTS
+from lbdviewer.audit.results_log import RESULTS
 from lbdviewer.audit.tasks import FROM_FILE, reference_beside
 from lbdviewer.evaluation.ocr import text_similarity
 from lbdviewer.cli.main import main
@@ -27,8 +27,6 @@ from lbdviewer.libraries.registry import get_model
 CROPS = {"camera": (60, 200), "astronaut": (40, 180), "book-titles": (20, 100), "shapes": (60, 60)}
 #: Few keypoints and iterations: the tests check the plumbing, not the quality.
 OPTIONS = {"keypoints": 150, "iterations": 5, "ocr": False, "threads": 1}
-
-
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """Four image crops and one broken PNG; the ORB calibration done once, before any worker needs it."""
@@ -59,15 +57,6 @@ def _check_five_rows(rows):
         if row["status"] == "ok":
             assert int(row["keypoints"]) > 0 and 0 < float(row["coverage"]) <= 1
             assert -1 <= float(row["correlation"]) <= 1 and -1 <= float(row["rank_correlation"]) <= 1
-
-
-@pytest.fixture(scope="module")
-def dask_client():
-    """A Dask cluster of two workers, in this process (worker processes would each load numba's kernels again)."""
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        yield client
 
 
 def test_dask_cluster_audits_five_inputs_and_resumes(inputs, tmp_path, dask_client):

@@ -62,14 +62,12 @@ def test_defend_runs_on_the_local_pool_resumes_and_writes_a_figure_and_a_page(im
     assert len(again) == 6 and again[:5] == kept
 
 
-def test_defend_runs_on_a_dask_cluster(image, tmp_path):
-    distributed = pytest.importorskip("distributed")
+def test_defend_runs_on_a_dask_cluster(image, tmp_path, dask_client):
+    """On the conftest's cluster: free ports only, while another process holds Dask's default 8787."""
     tasks = plan_defend_tasks([str(image)], ["orb"], parse_defences("jitter:2"), keypoints=60, iterations=5,
                               viewpoints=1, illuminations=1, ocr=False, threads=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  scheduler_port=0) as cluster, distributed.Client(cluster) as client:
-        rows = list(iter_audit(tasks, tmp_path, scheduler=client, kind=DEFEND))
-        addresses = set(client.scheduler_info()["workers"])
+    rows = list(iter_audit(tasks, tmp_path, scheduler=dask_client, kind=DEFEND))
+    addresses = set(dask_client.scheduler_info()["workers"])
     assert len(rows) == 4 and {row["status"] for row in rows} == {"ok"}
     assert {row["worker"] for row in rows} <= addresses
     assert list(iter_audit(tasks, tmp_path, scheduler="unused: nothing to run", kind=DEFEND)) == []

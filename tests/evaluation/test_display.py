@@ -130,3 +130,28 @@ def test_reconstruct_writes_the_display_rule_and_names_it(tmp_path):
     raw, shown = load_image(tmp_path / "raw.png"), load_image(tmp_path / "shown.png")
     expected = np.clip(display["gain"] * raw + display["offset"], 0, 1)
     assert np.abs(shown - expected).max() <= (abs(display["gain"]) + 1) / 255 + 1e-9
+
+
+def test_the_fit_reads_only_covered_pixels():
+    rng = np.random.default_rng(3)
+    original = rng.random((16, 16))
+    estimate = 0.4 * original + 0.2 * rng.random((16, 16))
+    mask = np.zeros((16, 16), bool)
+    mask[2:13, 3:15] = True
+    shown = display_stretch(np.where(mask, estimate, -50.0), mask=mask, reference=np.where(mask, original, 9.0))
+    gain = original[mask].std() / estimate[mask].std()                   # the covered pixels' moments alone
+    assert shown.rule == "fit"
+    assert shown.gain == pytest.approx(gain) and shown.offset == pytest.approx(original[mask].mean()
+                                                                              - gain * estimate[mask].mean())
+    assert np.all(shown.image[~mask] == 0.0)
+    # an estimate inverted on the covered pixels is not fitted, whatever lies outside them
+    inverted = display_stretch(np.where(mask, 1 - original, original), mask=mask, reference=original)
+    assert inverted.rule == "percentile" and "not positive" in inverted.description
+
+
+def test_a_one_pixel_image_and_an_integer_mask():
+    assert display_stretch(np.array([[0.3]])).image.tolist() == [[0.5]]           # constant: mid grey
+    image = _ramp()
+    mask = np.zeros(image.shape, int)
+    mask[4:12, 4:12] = 1                                                   # 0/1 integers mean the same as booleans
+    np.testing.assert_array_equal(display_stretch(image, mask=mask).image, display_stretch(image, mask=mask > 0).image)

@@ -21,12 +21,17 @@ def _edge(size=24):
     return image
 
 
-def test_joint_run_is_recorded_as_the_solver_that_ran(tmp_path):
+def _edge_reconstructed(*, m, offset, iterations):
+    """The edge image, described by the paper's BRIEF (16 px patches) on a grid and solved jointly."""
     image = _edge()
-    pattern = make_pattern("brief", patch_size=16, m=128)
-    sites = grid_sites(image.shape, patch_size=16, offset=4)
-    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
-                               iterations=20)
+    pattern = make_pattern("brief", patch_size=16, m=m)
+    sites = grid_sites(image.shape, patch_size=16, offset=offset)
+    return image, reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
+                                    iterations=iterations)
+
+
+def test_joint_run_is_recorded_as_the_solver_that_ran(tmp_path):
+    image, result = _edge_reconstructed(m=128, offset=4, iterations=20)
     shown = display_stretch(result.image, mask=result.covered, reference=image)
     record = run_record("panel:whole-image", result=result, metrics={"psnr": float("inf"), "correlation": 0.9},
                         source=image_source("synthetic edge", image), display=shown.record(),
@@ -47,11 +52,7 @@ def test_joint_run_is_recorded_as_the_solver_that_ran(tmp_path):
 
 
 def test_parameters_that_contradict_the_result_are_refused():
-    image = _edge()
-    pattern = make_pattern("brief", patch_size=16, m=128)
-    sites = grid_sites(image.shape, patch_size=16, offset=4)
-    result = reconstruct_image(describe_sites(image, sites, pattern), sites, pattern, shape=image.shape,
-                               iterations=5)
+    _, result = _edge_reconstructed(m=128, offset=4, iterations=5)
     with pytest.raises(ValueError, match="'method'.*biht.*contradicts.*consistency"):
         run_record("panel:whole-image", result=result, parameters={"method": "biht"})
 
@@ -72,14 +73,19 @@ def test_patch_solver_stopping_at_a_fixed_point_is_recorded():
     assert budget_spent["stopped_early"] is False and budget_spent["stop_reason"] is None
 
 
-def test_cancelled_run_records_the_last_state_it_saw():
-    pattern = make_pattern("freak", patch_size=16, m=128)
-    operator = DescriptorOperator(pattern)
+def _biht_state_after(iterations):
+    """BIHT's state after ``iterations`` of a 50-iteration run on three random 16x16 patches (FREAK, 128 bits)."""
+    operator = DescriptorOperator(make_pattern("freak", patch_size=16, m=128))
     rng = np.random.default_rng(3)
     bits = np.stack([operator.describe(rng.random((16, 16))) for _ in range(3)])
     steps = BIHT(operator, bits, iterations=50).steps()
-    state = [next(steps) for _ in range(4)][-1]           # cancelled after 4 iterations
+    state = [next(steps) for _ in range(iterations)][-1]
     steps.close()
+    return state
+
+
+def test_cancelled_run_records_the_last_state_it_saw():
+    state = _biht_state_after(4)                            # cancelled after 4 iterations
     record = run_record("panel:live", state=state, status="cancelled", iterations_requested=50,
                         parameters={"method": "biht"})
     assert record["status"] == "cancelled" and record["solver"]["iterations_run"] == 4
@@ -140,3 +146,44 @@ def test_whole_image_runs_record_the_iterations_they_ran():
     budget = reconstruct_image(bits, sites, pattern, shape=image.shape, mode="joint", iterations=5)
     record = run_record("panel:whole-image", result=budget)["solver"]
     assert record["iterations_run"] == 5 and record["stopped_early"] is False
+
+
+def test_a_sample_source_names_its_file_and_a_record_its_time_in_utc():
+    from datetime import datetime
+
+    from lbdviewer.io.files import file_sha256
+    from lbdviewer.io.samples import sample_images
+
+    path = sample_images()["shapes"]
+    source = image_source("shapes")
+    assert source["path"] == str(path) and source["sha256"] == file_sha256(path)
+    text = run_record("live", status="cancelled", source="shapes")["created"]
+    created = datetime.fromisoformat(text)
+    assert created.utcoffset() is not None and created.utcoffset().total_seconds() == 0
+    assert len(text) == len("2026-01-31T12:00:00+00:00")                       # to the second
+
+
+def test_parameters_given_as_numpy_values_agree_with_what_ran():
+    _, result = _edge_reconstructed(m=64, offset=8, iterations=5)
+    record = run_record("whole", result=result, parameters={"m": np.int64(64), "patch_size": np.array([16])})
+    assert record["parameters"]["m"] == 64
+    with pytest.raises(ValueError, match="contradicts what the run used"):
+        run_record("whole", result=result, parameters={"m": np.int64(32)})
+
+
+def test_rows_that_ran_the_whole_budget_did_not_stop_early():
+    state = _biht_state_after(4)
+    assert np.asarray(state.iterations_run).tolist() == [4, 4, 4]
+    ran_all = run_record("panel:live", state=state, status="cancelled", iterations_requested=4)["solver"]
+    cut = run_record("panel:live", state=state, status="cancelled", iterations_requested=5)["solver"]
+    assert ran_all["rows_stopped_early"] == 0 and cut["rows_stopped_early"] == 3
+
+
+def test_a_record_names_the_matplotlib_it_ran_with():
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("matplotlib")
+    except metadata.PackageNotFoundError:
+        installed = None
+    assert run_record("figure:x")["versions"]["matplotlib"] == installed

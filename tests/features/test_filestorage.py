@@ -222,3 +222,150 @@ def test_extract_format_and_invert_a_filestorage_file(tmp_path, orb_output):
     assert main(["invert", str(bare), "-o", str(tmp_path / "o.png"), "--iterations", "2",
                  "--descriptor", "orb", "--image-size", f"{shape[1]}x{shape[0]}"]) == 0
     assert cv2.imread(str(tmp_path / "o.png"), cv2.IMREAD_UNCHANGED).shape == shape
+
+
+@pytest.mark.parametrize("data, keypoints, message", [
+    ("7.5", None, r"data .* do not fit their declared type uint8"),   # a fraction in a byte
+    ("-1", None, r"data .* do not fit their declared type uint8"),
+    ("7", "[ 20., 30., 31., 45.5, 0., 0.5, -1 ]", "octave must be non-negative integers"),
+    ("7", "[ 20., 30., 31., 45.5, 0., 2.25, -1 ]", "octave must be non-negative integers"),
+])
+def test_fractional_values_for_integer_types_are_refused(tmp_path, data, keypoints, message):
+    """A fraction where OpenCV writes integers is a damaged file, never a value rounded or truncated silently."""
+    options = {} if keypoints is None else {"keypoints": keypoints}
+    text = _orb_yaml(data=", ".join(["7"] * 31 + [data]), **options)
+    for suffix, content in ((".yml", text), (".json", _yaml_to_json(text))):
+        path = tmp_path / f"fraction{suffix}"
+        path.write_text(content)
+        with pytest.raises(ValueError, match=message):
+            load_features(path)
+    whole = tmp_path / "whole.yml"                                   # "7." is how OpenCV may write an integral float
+    whole.write_text(_orb_yaml(data=", ".join(["7"] * 31 + ["7."]), keypoints="[ 20., 30., 31., 45.5, 0., 1., -1 ]"))
+    features = load_features(whole)
+    assert features.descriptors[0, -1] == 7 and features.keypoints.octave.tolist() == [1]
+
+
+def _yaml_to_json(text):
+    """The JSON FileStorage text of :func:`_orb_yaml`'s one-keypoint file (``20.`` written ``20.0``)."""
+    import re
+
+    lines = {key: re.sub(r"(\d)\.(?=[\s,\]])", r"\1.0", value)
+             for key, value in (line.strip().split(": ", 1) for line in text.splitlines()[2:] if ": " in line)}
+    return ('{"descriptor": "orb", "image_width": 64, "image_height": 48, '
+            f'"keypoints": {lines["keypoints"]}, "descriptors": {{"type_id": "opencv-matrix", '
+            f'"rows": 1, "cols": 32, "dt": "u", "data": {lines["data"]}}}}}')
+
+
+def test_the_size_limit_is_inclusive(tmp_path, monkeypatch):
+    path = tmp_path / "f.yml"
+    path.write_text(_orb_yaml())
+    size = path.stat().st_size
+    monkeypatch.setattr("lbdviewer.features.filestorage.parser.MAX_FILE_BYTES", size)
+    assert len(load_features(path).keypoints) == 1                  # exactly the limit: read
+    monkeypatch.setattr("lbdviewer.features.filestorage.parser.MAX_FILE_BYTES", size - 1)
+    with pytest.raises(ValueError, match=f"has {size} bytes, more than the {size - 1}"):
+        load_features(path)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('a: "p \\" #q"\n', {"a": 'p " #q'}),                              # an escaped quote, then a '#' inside the string
+    ("a: 'it''s # here'\n", {"a": "it's # here"}),
+    ('"k y": 5\n\'z\': 7\n', {"k y": 5, "z": 7}),                        # quoted keys
+    ('"k y": 5\n"z": [1, 2]\n', {"k y": 5, "z": [1, 2]}),                # a quoted key before a flow
+    ("a: 1 # a comment\n", {"a": 1}),
+])
+def test_yaml_strings_keys_and_comments(text, expected):
+    tree = parse_yaml("%YAML:1.0\n---\n" + text)
+    # a flow of numbers is read in place as one array
+    assert {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in tree.items()} == expected
+
+
+def test_an_unterminated_string_is_refused(tmp_path):
+    path = tmp_path / "u.yml"
+    path.write_text(_orb_yaml().replace("descriptor: orb", 'descriptor: "orb'))
+    with pytest.raises(ValueError, match="unterminated string"):
+        load_features(path)
+
+
+def test_params_are_written_in_one_order(tmp_path):
+    """The file of a feature set does not depend on the order its params were made in."""
+    def written(params):
+        features = FeatureSet("orb", params, (64, 64), Keypoints([32.0], [30.5]), np.zeros((1, 32), np.uint8), 256,
+                              "little")
+        path = tmp_path / "p.yml"
+        save_features(path, features)
+        return path.read_text()
+
+    assert written({"n_levels": 8, "edge_threshold": 31}) == written({"edge_threshold": 31, "n_levels": 8})
+
+
+def test_nesting_through_dash_items_is_refused_before_python_runs_out_of_stack():
+    """``k:`` / ``- k:`` / ``  - k:`` ... nests without a block of its own: it was a RecursionError at 1000 levels."""
+    def nested(levels):
+        lines = ["k:"] + [" " * (2 * (i - 1)) + "- k:" for i in range(1, levels + 1)] + [" " * (2 * levels) + "- 1"]
+        return "%YAML:1.0\n---\n" + "\n".join(lines) + "\n"
+
+    assert parse_yaml(nested(2))["k"][0]["k"][0]["k"][0] == 1
+    parse_yaml(nested(30))                                            # 61 levels: allowed
+    for levels in (40, 1000):
+        with pytest.raises(ValueError, match="nested too deeply"):
+            parse_yaml(nested(levels))
+
+
+def test_an_empty_quoted_key_is_a_key():
+    assert parse_yaml('%YAML:1.0\n---\n"": 5\n') == {"": 5}
+
+
+def test_the_image_size_is_read_whole_or_refused(tmp_path):
+    from lbdviewer.features.filestorage.reader import keypoint_table
+
+    assert keypoint_table([]).shape == keypoint_table(None).shape == (0, 7)            # no keypoints: no rows
+    sized = _orb_yaml().replace("image_width: 64\nimage_height: 48\n", "image_size: [ 64, 48 ]\n")
+    (tmp_path / "sized.yml").write_text(sized)
+    assert load_features(tmp_path / "sized.yml").image_shape == (48, 64)               # cv::Size is width, height
+    (tmp_path / "half.yml").write_text(_orb_yaml().replace("image_height: 48\n", ""))
+    with pytest.raises(ValueError, match="'image_width' without 'image_height': give both, or neither"):
+        load_features(tmp_path / "half.yml")                                 # half a size (was a TypeError)
+
+
+def test_errors_name_the_line_they_are_on():
+    with pytest.raises(ValueError, match="duplicate key 'a' on line 6"):
+        parse_yaml("%YAML:1.0\n---\na: 1\nb: 2\nc: 3\na: 4\n")
+    with pytest.raises(ValueError, match="opened on line 6 is not closed"):
+        parse_yaml("%YAML:1.0\n---\na: 1\n\n# c\nb: [1, 2\nc: 3\n")
+
+
+def test_written_files_look_like_opencvs():
+    features = FeatureSet("orb", {"n_levels": 8}, (48, 64), Keypoints([32.0], [30.5]), np.zeros((1, 32), np.uint8),
+                          256, "little")
+    from lbdviewer.features.filestorage.writer import dumps
+
+    yaml = dumps(features, "yaml")
+    assert "descriptor: orb\n" in yaml and "bitorder: little\n" in yaml              # identifiers plain
+    assert 'params: "{\\"n_levels\\": 8}"' in yaml                                 # other strings quoted
+    assert dumps(features, "json").endswith("}\n") and dumps(features, "xml").endswith("\n")
+
+
+@pytest.mark.parametrize("open_, close", [('{"a": ', "}"), ("[", "]")])
+def test_json_collections_nest_to_the_limit_and_no_further(open_, close):
+    from lbdviewer.features.filestorage.flow import parse_json
+    from lbdviewer.features.filestorage.values import MAX_DEPTH, Budget
+
+    def nested(levels):  # the top mapping is one level
+        return '{"k": ' + open_ * (levels - 1) + "1" + close * (levels - 1) + "}"
+
+    budget = Budget(max_values=1000, max_matrix_values=1000)
+    inner = parse_json(nested(MAX_DEPTH), budget)["k"]
+    for _ in range(MAX_DEPTH - 2):                                   # down to the innermost collection
+        inner = inner["a"] if open_.startswith("{") else inner[0]
+    assert (inner["a"] if open_.startswith("{") else inner.tolist()) in (1, [1])
+    with pytest.raises(ValueError, match=f"nested deeper than {MAX_DEPTH}"):
+        parse_json(nested(MAX_DEPTH + 1), budget)
+
+
+def test_a_json_comma_before_the_end_is_refused_with_its_line():
+    from lbdviewer.features.filestorage.flow import parse_json
+    from lbdviewer.features.filestorage.values import Budget
+
+    with pytest.raises(ValueError, match=r"a comma before the end\) at '\]}' on line 2"):
+        parse_json('{"d": "orb",\n "kp": [1, 2,]}', Budget(max_values=9, max_matrix_values=9))

@@ -14,7 +14,6 @@ from lbdviewer.features.progress import InversionProgress
 from lbdviewer.libraries.base import KeypointPattern
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.evaluation.metrics import correlation
-from lbdviewer.bits import unpack_bits
 from lbdviewer.patterns.base import Pattern
 from lbdviewer.reconstruction.image import describe_sites
 from lbdviewer.evaluation.records import solver_record
@@ -39,7 +38,7 @@ def few_features(orb_features):
 
 def _bits_at(image, keypoint_pattern):
     pattern, (row, col) = level0_pattern(keypoint_pattern)
-    return unpack_bits(describe_sites(image, [[row, col]], pattern), pattern.m)[0]
+    return describe_sites(image, [[row, col]], pattern)[0]
 
 
 def test_level0_patterns_reproduce_orb_bits_on_upper_pyramid_levels(camera):

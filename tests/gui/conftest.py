@@ -4,7 +4,7 @@ import gc
 import numpy as np
 import pytest
 
-import lbdviewer.gui.qt  # noqa: F401  (PyQt6 + row-major before anything else)
+from lbdviewer.gui.qt import configure_pyqtgraph  # PyQt6 before anything else
 from PyQt6.QtCore import QCoreApplication, QEvent, QSettings, QStandardPaths, QThreadPool
 from PyQt6.QtWidgets import QApplication
 
@@ -20,6 +20,12 @@ def textured_image(size=SIZE, phase=0.0):
     image[size // 4 : size // 2, size // 4 : 3 * size // 4] += 0.2
     image[(rows - 0.7) ** 2 + (cols - 0.3) ** 2 < 0.02] = 0.05
     return np.clip(image, 0.0, 1.0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pyqtgraph_as_the_app_sets_it():
+    """pyqtgraph's options as :func:`lbdviewer.gui.app.application` sets them (pytest-qt makes the QApplication)."""
+    configure_pyqtgraph()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,9 +12,10 @@ from lbdviewer.features.extract import extract_features
 from lbdviewer.features.files import save_features
 from lbdviewer.libraries.registry import get_model
 
-#: Esc to the worker's end: the target is 0.2 s, with room for a loaded machine. Before the fix
-#: the set-up of this file (~1 s) and up to 20 iterations (1/100 of the budget) ran on after Esc.
-ESC_WITHIN_S = 0.3
+#: Esc to the worker's end: the target is 0.2 s, with room for a loaded machine (a wall-clock bound, so
+#: the test is marked ``wallclock``). Before the fix the set-up of this file (~1 s) and up to 20
+#: iterations (1/100 of the budget) ran on after Esc.
+ESC_WITHIN_S = 0.6
 #: The iteration budget: an estimate every 20 iterations.
 ITERATIONS = 2000
 
@@ -39,6 +40,7 @@ def esc_seconds(qtbot, window):
     return time.perf_counter() - started
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("phase", ["set-up", "solve"])
 def test_esc_stops_a_feature_file_inversion_at_once(qtbot, window, many_keypoints, phase):
     window.parameters.iterations = ITERATIONS

@@ -67,6 +67,8 @@ def test_an_orb_file_shows_orb_and_256_bits_in_the_form_and_the_status_bar(qtbot
     assert window.session.pattern is None and len(window.session.sites) == 0
     assert window.source.roi.pos() != (0, 0) or window.session.keypoint_view.origin != (0, 0)
     assert "no pixels" in window.pattern_panel.patch.title_text()
+    shown = window.pattern_panel.patch                                   # an empty patch, still saying whose it is
+    assert not shown.array.any() and shown.metadata["keypoint"] == window.session.keypoint_view.record()
     assert window.session.live is not None  # the file's bits of one keypoint are solved, with no true patch
     qtbot.waitUntil(lambda: window.session.live.status == "completed", timeout=10000)
     assert window.live.original.array is None and window.live.estimate.array is not None

@@ -157,3 +157,32 @@ def test_the_whole_image_panel_extracts_inverts_and_shows_coverage(qtbot, window
     record = read_sidecar(sidecar)
     assert record["parameters"]["descriptor"] == "orb" and record["parameters"]["keypoints_requested"] == 500
     assert not {"family", "m", "patch_size", "offset", "seed", "site_rule"} & set(record["parameters"])
+
+
+def test_a_keypoint_is_marked_at_its_patch_centre_and_a_pyramid_level_is_named(qtbot, window, photo):
+    show_library(qtbot, window, photo, "orb")
+    octaves = window.session.library.features.keypoints.octave
+    for index in (int(np.flatnonzero(octaves == 0)[0]), int(np.flatnonzero(octaves > 0)[0])):
+        view = select(qtbot, window, index)
+        x, y = window.pattern_panel.patch.centre_item.getData()
+        half = (view.patch_size - 1) / 2                                   # the keypoint is the patch's centre pixel
+        assert (x.tolist(), y.tolist()) == ([half + 0.5], [half + 0.5])
+        tip = window.pattern_panel.patch.title.toolTip()
+        assert ("of the level image" in tip) == (octaves[index] > 0), tip
+
+
+def test_akazes_keypoint_is_marked_at_the_centre_of_its_grid(qtbot, window, photo):
+    view = show_library(qtbot, window, photo, "akaze")
+    x, y = window.pattern_panel.patch.centre_item.getData()
+    cells = view.overlay.outlines[:4, :4]                                # the 2x2 grid's four cells (4 corners each)
+    # the grid's centre is the one corner all four cells share
+    shared = [c for c in cells[0] if all(np.abs(other - c).sum(axis=1).min() < 1e-9 for other in cells[1:])]
+    assert len(shared) == 1                      # the marker: the mean of every cell's corners, within a pixel of it
+    assert np.hypot(x[0] - shared[0][0], y[0] - shared[0][1]) < 1.0
+
+
+def test_a_frame_vector_past_the_last_shows_the_last(qtbot, window, photo):
+    view = show_library(qtbot, window, photo, "orb")
+    window.presenter.show_frame_vector(10**6)
+    np.testing.assert_allclose(window.pattern_panel.frame.array, view.operator.frame_vector(view.m - 1))
+    assert window.pattern_panel.frame.metadata["pair"] == view.m         # pairs numbered from 1

@@ -12,6 +12,9 @@ from PyQt6.QtCore import QTimer
 from lbdviewer import io
 from test_main_window import drop_file
 
+#: Longest stall of the event loop allowed (seconds): a wall-clock bound, generous (a repaint takes 40-70 ms).
+STALL_S = 1.0
+
 
 def png_declaring(path, width, height, *, data=b""):
     """A small PNG whose header declares ``width x height`` gray pixels (its pixel data cut short)."""
@@ -58,6 +61,7 @@ def large_png(tmp_path_factory):
     return path
 
 
+@pytest.mark.wallclock
 def test_a_large_image_loads_while_the_event_loop_keeps_turning(qtbot, window, large_png):
     started = time.perf_counter()
     with Heartbeat() as beat:
@@ -68,11 +72,13 @@ def test_a_large_image_loads_while_the_event_loop_keeps_turning(qtbot, window, l
     assert window.session.image.shape == (2500, 2500)
     # Loaded on the GUI thread, the window would freeze for the whole load; here it only repaints: each of its
     # eight image views once or twice, 150-250 ms in all offscreen on a busy 2-core machine (pyqtgraph queues
-    # the views' repaints as posted events, handled in one batch).
+    # the views' repaints as posted events, handled in one batch). The bound that matters is relative to the
+    # load's own time; the absolute one is generous.
     gap = beat.longest_gap()
-    assert gap < 0.5 * (loaded - started) and gap < 0.4, f"event loop stalled {gap:.3f} s"
+    assert gap < 0.5 * (loaded - started) and gap < STALL_S, f"event loop stalled {gap:.3f} s"
 
 
+@pytest.mark.wallclock
 def test_a_hostile_file_reaches_a_dialog_and_the_window_keeps_turning(qtbot, window, tmp_path):
     before = window.session.image.copy()
     hostile = png_declaring(tmp_path / "hostile.png", 20000, 20000)
@@ -84,7 +90,7 @@ def test_a_hostile_file_reaches_a_dialog_and_the_window_keeps_turning(qtbot, win
     assert message in window.message_box.text()
     assert window.message_box.isVisible()
     np.testing.assert_array_equal(window.session.image, before)
-    assert beat.longest_gap() < 0.25, f"event loop stalled {beat.longest_gap():.3f} s"
+    assert beat.longest_gap() < STALL_S, f"event loop stalled {beat.longest_gap():.3f} s"
 
 
 def test_closing_while_a_file_loads_ends_the_worker(qtbot, make_window, small_parameters, tmp_path, make_image):

@@ -1,3 +1,6 @@
+import os
+import struct
+
 import cv2
 import numpy as np
 import pytest
@@ -115,3 +118,136 @@ def test_save_png_refuses_another_format_name(tmp_path):
     with pytest.raises(ValueError, match="use save_image"):
         io.save_png(tmp_path / "x.jpg", np.zeros((4, 4)))
     assert not (tmp_path / "x.jpg").exists()
+
+
+def test_float_tiffs_outside_the_unit_range_are_rescaled_with_a_note(tmp_path):
+    from lbdviewer.io.images import ImageRescaledWarning
+
+    ramp = np.linspace(0.0, 1.0, 64, dtype=np.float32).reshape(8, 8)
+    cases = {"unit": (ramp, ramp, None), "eight-bit": (ramp * 200 + 10, (ramp * 200 + 10) / 255, "divided by 255"),
+             "sixteen-bit": (ramp * 4000, ramp * 4000 / 65535, "divided by 65535"),
+             "top-of-eight-bit": (ramp * 255, ramp, "divided by 255"),          # 255 itself: still 8-bit levels
+             "past-eight-bit": (ramp * 255.5, ramp * 255.5 / 65535, "divided by 65535"),
+             "signed": (ramp * 2 - 1, ramp, "stretched linearly"), "constant": (np.full((8, 8), -3.0, np.float32),
+                                                                               np.zeros((8, 8)), "clipped")}
+    for name, (stored, expected, how) in cases.items():
+        path = tmp_path / f"{name}.tif"
+        assert cv2.imwrite(str(path), stored.astype(np.float32))
+        if how is None:
+            loaded = io.load_image(path)                      # warnings are errors here: none is given
+        else:
+            with pytest.warns(ImageRescaledWarning, match=f"{name}.tif.*outside \\[0, 1\\].*{how}"):
+                loaded = io.load_image(path)
+        np.testing.assert_allclose(loaded, expected, atol=1e-6)
+    assert cv2.imwrite(str(tmp_path / "nan.tif"), np.where(ramp > 0.5, np.nan, ramp).astype(np.float32))
+    with pytest.raises(ValueError, match="nan.tif.*must be finite"):
+        io.load_image(tmp_path / "nan.tif")
+
+
+def test_gray_with_one_channel_or_with_alpha():
+    from lbdviewer.io.images import to_gray
+
+    gray = np.array([[0, 51], [102, 255]], dtype=np.uint8)
+    np.testing.assert_allclose(to_gray(gray[:, :, None]), gray / 255)               # (H, W, 1) is gray
+    alpha = np.array([[255, 0], [51, 255]], dtype=np.uint8)
+    expected = alpha / 255 * gray / 255 + (1 - alpha / 255)                          # over white
+    np.testing.assert_allclose(to_gray(np.stack([gray, alpha], axis=2)), expected)
+
+
+def test_the_decoded_size_is_checked_too(tmp_path, monkeypatch):
+    """A header the size check misreads (a TIFF's later directory) does not let a large image through."""
+    from lbdviewer.io import images
+    from lbdviewer.io.limits import ResourceLimitError
+
+    path = tmp_path / "wide.png"
+    cv2.imwrite(str(path), np.zeros((10, 400), np.uint8))
+    monkeypatch.setattr(images, "image_header_size", lambda data: (1, 1, "PNG"))    # the header says 1 x 1
+    with pytest.raises(ResourceLimitError, match="400 x 10 = 4,000 pixels"):
+        io.load_image(path, max_pixels=1000)
+
+
+@pytest.mark.parametrize("factor", [0, -2, 1.5, True])
+def test_upscale_takes_positive_integers_only(factor):
+    from lbdviewer.io.images import upscale
+
+    with pytest.raises(ValueError, match="factor must be a positive integer"):
+        upscale(np.zeros((2, 2)), factor)
+
+
+def test_limits_of_one_are_limits():
+    from lbdviewer.io import limits
+
+    assert limits.max_pixels(1) == 1 and limits.max_keypoints(1) == 1
+    with pytest.raises(ValueError, match="must be a positive integer, got 0"):
+        limits.max_pixels(0)
+
+
+def _jpeg_header(height, width, before=b""):
+    """SOI, ``before`` (markers), then a baseline frame header (SOF0) of one 8-bit component."""
+    frame = struct.pack(">BHHB", 8, height, width, 1) + b"\x01\x11\x00"
+    return b"\xff\xd8" + before + b"\xff\xc0" + struct.pack(">H", len(frame) + 2) + frame
+
+
+def _tiff_header(tags):
+    """A little-endian TIFF header whose first directory holds ``tags`` (tag -> LONG value)."""
+    entries = b"".join(struct.pack("<HHII", tag, 4, 1, value) for tag, value in sorted(tags.items()))
+    return b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", len(tags)) + entries + b"\x00" * 4
+
+
+def test_headers_are_read_or_refused_without_an_exception():
+    from lbdviewer.io.limits import image_header_size
+
+    assert image_header_size(_jpeg_header(70, 90)) == (70, 90, "JPEG")
+    standalone = b"\xff\x01" + b"\xff\xd0" + b"\xff\xff"                     # TEM, RST0, a fill byte: no length
+    assert image_header_size(_jpeg_header(70, 90, standalone)) == (70, 90, "JPEG")
+    for cut in (b"\xff\xd8\xff", b"\xff\xd8\xff\xe0\x00", _jpeg_header(70, 90)[:8]):
+        assert image_header_size(cut) is None                                     # cut short
+    assert image_header_size(_tiff_header({256: 90, 257: 70})) == (70, 90, "TIFF")
+    assert image_header_size(_tiff_header({256: 90})) is None                     # no height
+    assert image_header_size(_tiff_header({257: 70})) is None                     # no width
+    assert image_header_size(b"P5 12 34 255\n") == (34, 12, "PNM")
+    assert image_header_size(b"Q5 12 34 255\n") is None and image_header_size(b"PK\x03\x04 12 34") is None
+
+
+def test_the_temporary_of_an_atomic_write_is_hidden_beside_its_target(tmp_path, monkeypatch):
+    from lbdviewer.io import files as io_files
+
+    moved = []
+    original = io_files.os.replace
+    monkeypatch.setattr(io_files.os, "replace", lambda source, target: (moved.append(source), original(source, target)))
+    files.atomic_write(tmp_path / "out.png", b"data")
+    (name,) = [os.path.basename(source) for source in moved]
+    assert name.startswith(".out.png.") and name.endswith(".tmp") and os.path.dirname(moved[0]) == str(tmp_path)
+
+
+def test_a_file_over_the_limit_is_refused_by_its_size_before_it_is_read(tmp_path):
+    (tmp_path / "big.bin").write_bytes(b"0123456789")
+    assert files.read_regular(tmp_path / "big.bin", max_bytes=10) == b"0123456789"
+    with pytest.raises(ValueError, match="has 10 bytes, more than the 9"):
+        files.read_regular(tmp_path / "big.bin", max_bytes=9)
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_that_says_it_is_empty_is_still_read_to_the_limit_only():
+    """/proc files are regular and report 0 bytes: the size check passes, the read itself must bound them."""
+    with open("/proc/self/status", "rb") as file:
+        status = file.read()
+    assert len(status) > 100 and os.stat("/proc/self/status").st_size == 0
+    with pytest.raises(ValueError, match="more than the 100 bytes"):
+        files.read_regular("/proc/self/status", max_bytes=100)
+
+
+def test_upscale_by_one_is_the_image():
+    from lbdviewer.io.images import upscale
+
+    image = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(upscale(image, 1), image)
+
+
+@pytest.mark.parametrize("marker", [0xC0, 0xC2, 0xC7, 0xCF])
+def test_every_jpeg_frame_header_gives_the_size(marker):
+    from lbdviewer.io.limits import image_header_size
+
+    header = bytearray(_jpeg_header(70, 90))
+    header[3] = marker
+    assert image_header_size(bytes(header)) == (70, 90, "JPEG")

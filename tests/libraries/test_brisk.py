@@ -12,6 +12,7 @@ from lbdviewer.features.files import load_features
 from lbdviewer.libraries.base import keypoint_patches
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.operators.descriptor import field_bounds
+from lbdviewer.libraries import brisk
 from lbdviewer.libraries.brisk import (N_POINTS, long_pairs, rotation_index, short_pair_candidates,
                                              smoothed_intensities)
 
@@ -98,7 +99,8 @@ def test_brisk_feature_file_through_the_cli(tmp_path, capsys):
     assert loaded.descriptor == "brisk" and loaded.n_bits == 512 and 20 < len(loaded.keypoints) <= 60
     capsys.readouterr()
     assert main(["verify-model", str(path), "--descriptor", "brisk", "--keypoints", "60", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["descriptors"][0]["exact"] == 1.0
+    report = json.loads(capsys.readouterr().out)
+    assert report["descriptors"][0]["exact"] == 1.0 and report["brisk_logf"] == brisk.logf_source() is not None
     out, metrics = tmp_path / "inverted.png", tmp_path / "metrics.json"
     assert main(["invert", str(features), "-o", str(out), "--iterations", "30", "--reference", str(path),
                  "--metrics", str(metrics)]) == 0
@@ -111,3 +113,19 @@ def test_bad_brisk_parameters_name_the_value():
         get_model("brisk", pattern_scale=0)
     with pytest.raises(ValueError, match="octaves must be a non-negative integer, got 1.5"):
         get_model("brisk", octaves=1.5)
+
+
+def test_logf_without_a_c_library_warns_and_verify_model_says_so(tmp_path, monkeypatch, capsys):
+    values = np.array([0.5, 1.0, 30.0, 2.5e-3], dtype=np.float32)
+    assert brisk.logf(values).dtype == np.float32
+    np.testing.assert_allclose(brisk.logf(values), np.log(values.astype(np.float64)), rtol=1e-6)
+    monkeypatch.setattr(brisk, "_libm", lambda: None)
+    assert brisk.logf_source() is None
+    with pytest.warns(brisk.LogfFallbackWarning, match="numpy's log"):
+        np.testing.assert_array_equal(brisk.logf(values), np.log(values))
+    path = tmp_path / "moon.png"
+    io.imsave(path, data.moon()[100:228, 100:228])
+    capsys.readouterr()
+    with pytest.warns(brisk.LogfFallbackWarning):
+        assert main(["verify-model", str(path), "--descriptor", "brisk", "--keypoints", "20", "--quiet"]) == 0
+    assert "brisk logf: numpy's log (no C library logf found)" in capsys.readouterr().out

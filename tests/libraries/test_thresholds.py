@@ -12,7 +12,7 @@ from lbdviewer.operators.joint.operator import JointOperator
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.evaluation.metrics import correlation
 from lbdviewer.operators.descriptor import DescriptorOperator
-from lbdviewer.bits import pack_bits, sign_with_ties, unpack_bits
+from lbdviewer.bits import pack_bits, sign_with_ties
 from lbdviewer.patterns.families import make_pattern
 from lbdviewer.reconstruction.image import describe_sites
 from lbdviewer.solvers.patch.primal_dual import PrimalDualL1
@@ -173,7 +173,7 @@ def test_joint_thresholds_against_the_patch_operator(joint_case):
         patch_op = DescriptorOperator(per_site[s], dtype=np.float64)
         patch = image[r:r + 16, c:c + 16]
         np.testing.assert_allclose(margins[s], patch_op.forward(patch) - per_site[s].thresholds, atol=1e-12)
-        bits = unpack_bits(describe_sites(image, [[r, c]], per_site[s]), 64)[0]
+        bits = describe_sites(image, [[r, c]], per_site[s])[0]
         np.testing.assert_array_equal(bits, patch_op.describe(patch))
 
 
@@ -244,5 +244,5 @@ def test_beblid_feature_file_inverts():
     for bits, kp in zip(features.bits(), patterns):
         pattern, (row, col) = level0_pattern(kp)
         if min(row, col) >= 0 and max(row, col) + pattern.patch_size <= 128:
-            agree.append(np.mean(unpack_bits(describe_sites(result.image, [[row, col]], pattern), 256)[0] == bits))
+            agree.append(np.mean(describe_sites(result.image, [[row, col]], pattern)[0] == bits))
     assert len(agree) >= 5 and np.mean(agree) > 0.8

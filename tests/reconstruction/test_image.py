@@ -88,3 +88,54 @@ def test_descriptor_forms_and_errors():
         reconstruct_image(real, sites, pattern, shape=image.shape, mode="other", method="primal-dual")
     result = reconstruct_image(real, sites, pattern, shape=image.shape, method="primal-dual", iterations=20)
     assert result.mode == "patches" and result.solver_bit_consistency is None
+
+
+def test_describe_and_describe_sites_share_one_encoding():
+    from lbdviewer.bits import pack_bits, unpack_bits
+    from lbdviewer.operators.descriptor import DescriptorOperator
+
+    image = np.random.default_rng(2).random((24, 24))
+    pattern = make_pattern("brief", patch_size=16, m=64)
+    op = DescriptorOperator(pattern)
+    sites = [[0, 0], [8, 5]]
+    patches = np.stack([image[r:r + 16, c:c + 16] for r, c in sites])
+    bits = describe_sites(image, sites, pattern)
+    assert bits.dtype == op.describe(patches).dtype == np.int8
+    np.testing.assert_array_equal(bits, op.describe(patches))
+    packed = describe_sites(image, sites, pattern, packed=True)
+    assert packed.dtype == np.uint8 and packed.shape == (2, 8)
+    np.testing.assert_array_equal(packed, op.describe(patches, packed=True))
+    np.testing.assert_array_equal(packed, pack_bits(bits))
+    np.testing.assert_array_equal(unpack_bits(packed, 64), bits)
+    for refuse in (lambda: describe_sites(image, sites, pattern, binary=False, packed=True),
+                   lambda: op.describe(patches, binary=False, packed=True)):
+        with pytest.raises(ValueError, match="packed=True needs binary=True"):
+            refuse()
+
+
+def test_float_signs_are_refused_and_each_form_says_what_it_is():
+    from lbdviewer.reconstruction.patches import reconstruct_patches
+    from lbdviewer.operators.descriptor import DescriptorOperator
+
+    image = np.zeros((32, 32)); image[:, 16:] = 1.0
+    image += 0.1 * np.random.default_rng(3).random((32, 32))
+    pattern = make_pattern("brief", patch_size=16, m=128)
+    sites = grid_sites(image.shape, patch_size=16, offset=8)
+    bits = describe_sites(image, sites, pattern)
+    real = describe_sites(image, sites, pattern, binary=False)
+    signs = np.sign(real).astype(np.float64)                            # what a user gets from np.sign
+    assert np.all(np.abs(signs) == 1)
+    with pytest.raises(ValueError, match=r"all -1 or \+1.*astype\(np\.int8\).*not their signs"):
+        reconstruct_image(signs, sites, pattern, shape=image.shape)
+    with pytest.raises(ValueError, match=r"all -1 or \+1"):
+        reconstruct_image(np.where(real > 0, 1.0, -1.0), sites, pattern, shape=image.shape, method="primal-dual")
+    as_bits = reconstruct_image(signs.astype(np.int8), sites, pattern, shape=image.shape, iterations=30)
+    assert as_bits.params["binary"] and as_bits.method == "consistency"
+    as_real = reconstruct_image(real, sites, pattern, shape=image.shape, iterations=30)
+    assert not as_real.params["binary"] and as_real.method == "primal-dual"
+    op = DescriptorOperator(pattern)
+    patch_signs = np.sign(op.describe(image[None, :16, :16], binary=False))
+    with pytest.raises(ValueError, match=r"all -1 or \+1"):
+        reconstruct_patches(patch_signs, op, method="primal-dual", iterations=5)
+    said = reconstruct_patches(patch_signs, op, method="primal-dual", iterations=5, binary=True)  # the caller says
+    assert said.shape == (1, 16, 16)

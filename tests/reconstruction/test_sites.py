@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from lbdviewer.reconstruction.sites import coarser_grid, coverage, fast_sites, grid_sites, sites_from_points
+from lbdviewer.reconstruction.sites import (coarser_grid, coverage, fast_keypoints, fast_sites, grid_sites,
+                                           sites_from_points)
 
 
 def test_grid_offsets_of_the_paper_cover_every_pixel():
@@ -59,3 +60,49 @@ def test_coarser_grid_is_sparse_and_covers_what_the_grid_covers(offset):
 def test_coarser_grid_leaves_sparse_grids_and_scattered_sites_alone():
     assert coarser_grid(grid_sites((64, 64), patch_size=16, offset=8), spacing=8) is None
     assert coarser_grid([[0, 0], [1, 5], [7, 2]], spacing=8) is None
+
+
+def test_boundaries_of_the_image_and_the_patch():
+    assert grid_sites((32, 40), patch_size=32, offset=8).tolist() == [[0, 0], [0, 8]]   # an image one patch high
+    assert grid_sites((1, 1), patch_size=1, offset=1).tolist() == [[0, 0]]            # the smallest image
+    for shape, message in [((0, 5), "positive sides"), ((5,), "positive sides"), ((31, 40), "at least patch_size")]:
+        with pytest.raises(ValueError, match=message):
+            grid_sites(shape, patch_size=32, offset=8)
+    with pytest.raises(ValueError, match="patch_size"):
+        grid_sites((8, 8), patch_size=0, offset=1)
+    # a patch flush with the bottom or right border fits; one pixel further does not
+    sites, kept = sites_from_points([[15.5, 31.5], [31.5, 15.5], [15.5, 32.5], [32.5, 15.5]], (48, 48), patch_size=32)
+    assert kept.tolist() == [True, True, False, False] and sites.tolist() == [[16, 0], [0, 16]]
+    for outside in ([[0, 2]], [[2, 0]], [[-1, 0]]):                  # past the right only, the bottom only, the top
+        with pytest.raises(ValueError, match="inside"):
+            coverage((5, 5), outside, 4)
+
+
+def test_fast_sites_are_opencvs_fast_corners_of_the_8_bit_image():
+    import cv2
+
+    image = np.clip(np.random.default_rng(4).random((64, 64)) * 1.2 - 0.1, 0.0, 1.0)   # 0 and 1 both occur
+    pixels = np.round(image * 255).astype(np.uint8)
+    expected = sorted(kp.pt for kp in cv2.FastFeatureDetector_create(threshold=10).detect(pixels, None))
+    sites, points = fast_sites(image)                                 # default patch: 32 pixels
+    assert sorted(map(tuple, fast_keypoints(image).tolist())) == expected
+    assert len(sites) > 0 and np.array_equal(sites[:, ::-1] + 15, points)    # FAST points are whole pixels
+    assert (sites + 32).max() <= 64
+
+
+def test_off_diagonal_sites_repeated_sites_and_the_fast_threshold():
+    counts = coverage((4, 6), [[0, 3], [1, 0]], 2)                     # row != column
+    assert counts.tolist() == [[0, 0, 0, 1, 1, 0], [1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]
+    sites = grid_sites((40, 40), patch_size=16, offset=2)
+    assert coarser_grid(sites, spacing=8) is not None
+    assert coarser_grid(np.concatenate([sites, sites[:1]]), spacing=8) is None   # a site twice: not a grid
+    image = np.random.default_rng(5).random((64, 64))
+    strict, _ = fast_sites(image, patch_size=16, threshold=60)
+    loose, _ = fast_sites(image, patch_size=16, threshold=5)
+    assert 0 < len(strict) < len(loose)
+    assert len(strict) == len(sites_from_points(fast_keypoints(image, threshold=60), (64, 64), patch_size=16)[0])
+
+
+def test_sites_from_points_refuse_an_empty_patch():
+    with pytest.raises(ValueError, match="patch_size"):
+        sites_from_points([[20, 16]], (64, 64), patch_size=0)

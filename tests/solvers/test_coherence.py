@@ -92,3 +92,26 @@ def test_dense_grids_are_solved_on_their_8_pixel_sub_grid():
                                  method="coherent", iterations=40)
     np.testing.assert_array_equal(result.image, expected.image)
     assert result.covered.all()
+
+
+def test_intermediate_gains_draw_the_detail_in_proportion_on_the_blurred_base(problem):
+    """The rule of the module notes, written out: y = B + g (x - B), B = mean + gamma (G_48 x - mean)."""
+    from scipy.ndimage import gaussian_filter
+
+    image, op, bits = problem
+    x = np.clip(image + 0.15 * np.random.default_rng(5).standard_normal(image.shape), 0.0, 1.0)
+    agreement = blurred_agreement(op, bits, x)
+    noise, structure = agreement.min() - 0.02, agreement.max() + 0.05     # every site between noise and structure
+    gains = (agreement - noise) / (structure - noise)
+    assert 0.05 < gains.min() and gains.max() < 0.95                       # intermediate gains only
+    total, count = np.zeros(x.shape), np.zeros(x.shape)                    # each pixel's mean over its sites
+    for (r, c), gain in zip(op.sites, gains):
+        total[r:r + 16, c:c + 16] += gain
+        count[r:r + 16, c:c + 16] += 1
+    gain_map = gaussian_filter(total / count, coherence.GAIN_SMOOTHING)
+    base = x.mean() + gains.max() * (gaussian_filter(x, coherence.BASE_BLUR, mode="reflect") - x.mean())
+    expected = base + gain_map * (x - base)
+    result = coherent_contrast(op, bits, x, noise=noise, structure=structure)
+    np.testing.assert_allclose(result, expected, atol=1e-12)
+    detail = np.std(result - base) / np.std(x - base)                     # the detail kept, in proportion
+    assert gain_map.min() - 1e-9 <= detail <= gain_map.max() + 1e-9 and detail < 0.95

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import gaussian_filter
 
-from lbdviewer.bits import sign_with_ties, unpack_bits
+from lbdviewer.bits import sign_with_ties
 from lbdviewer.io.samples import sample_image
 from lbdviewer.operators.joint.operator import JointOperator
 from lbdviewer.patterns.families import make_pattern
@@ -201,4 +201,4 @@ def test_keypoints_are_solved_with_the_plain_margins():
     stage = result.params["solver_settings"]["stages"][0]
     assert result.iterations == KEYPOINT_ITERATIONS and not stage["oriented"] and stage["gated_after"] is None
     op = JointOperator(image.shape, sites, pattern)
-    assert not CoarseToDense(op, unpack_bits(bits, 128), sites, image.shape, 10).settings["stages"][0]["oriented"]
+    assert not CoarseToDense(op, bits, sites, image.shape, 10).settings["stages"][0]["oriented"]

@@ -87,3 +87,28 @@ def test_box_and_dispatch():
 def test_bad_arguments_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_ndim_from_one_to_all_axes():
+    np.testing.assert_allclose(project_mean_box(np.array([2.0, 0.0, -1.0]), ndim=1), [1.0, 0.5, 0.0])
+    with pytest.raises(ValueError, match="ndim"):
+        project_mean_box(np.zeros((2, 3)), ndim=0)
+
+
+@pytest.mark.parametrize("z", [[10.0, -10.0, -10.0], [-5.0, -5.0, 7.0, 7.0], [3.0, 3.0, 3.0, -40.0, 0.1],
+                               [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
+def test_the_kernel_on_vectors_whose_newton_steps_leave_no_free_entry(z):
+    """Every entry clipped at some step (no active entry to divide by): bisection takes over."""
+    expected = project_mean_box(np.array([z]), ndim=1)[0]
+    row = np.array(z, dtype=np.float64)
+    mean_box_projection_inplace(row, 0.5)
+    np.testing.assert_allclose(row, expected, atol=1e-9)
+    assert row.mean() == pytest.approx(0.5) and row.min() >= 0 and row.max() <= 1
+
+
+def test_the_in_place_projection_does_not_stop_where_its_function_is_one():
+    """z = (2, 2, 0, 0) to mean 1/4: the first shift (0.75) leaves f = 1 exactly; the root is 1.5."""
+    z = np.array([2.0, 2.0, 0.0, 0.0])
+    shift = mean_box_projection_inplace(z, 0.25)
+    assert shift == 1.5
+    np.testing.assert_array_equal(z, [0.5, 0.5, 0.0, 0.0])             # mean 1/4, the nearest such point

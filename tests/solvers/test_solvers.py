@@ -384,3 +384,12 @@ def test_compiled_top_k_keeps_what_numpy_keeps():
         keep_largest_inplace(got, k, np.empty(n, np.float32))
         np.testing.assert_array_equal(got, keep_largest(c[None], k)[0])
         assert np.count_nonzero(got) <= k
+
+
+def test_descriptor_data_come_out_as_the_kernels_take_them():
+    from lbdviewer.solvers.patch.base import check_data
+
+    real = check_data("b", np.asfortranarray(np.ones((3, 4))), 4, binary=False)   # float64, column-major in
+    bits = check_data("bits", np.ones((3, 4), dtype=np.int64), 4, binary=True)
+    assert real.dtype == np.float32 and real.flags.c_contiguous
+    assert bits.dtype == np.int8 and bits.flags.c_contiguous

@@ -55,7 +55,7 @@ def run_tasks(tasks, args, *, kind, desc, describe, workers):
     tasks : list
     args : argparse.Namespace
         ``output``, ``scheduler``, ``quiet``.
-    kind : lbdviewer.audit.runner.TaskKind
+    kind : lbdviewer.audit.results_log.TaskKind
     desc : str
         The bar's label.
     describe : callable
@@ -68,10 +68,17 @@ def run_tasks(tasks, args, *, kind, desc, describe, workers):
     (int, int, int)
         Rows added, of them errors, and tasks already done before.
     """
-    from lbdviewer.audit.runner import ResultsLog, iter_audit
+    from lbdviewer.audit.results_log import ResultsLog
+    from lbdviewer.io.tables import printable
+    from lbdviewer.audit.runner import iter_audit
 
     with ResultsLog(args.output, kind=kind) as log:
         pending = sum(task.key not in log.done for task in tasks)
+        damaged = log.damaged
+    if damaged:  # skipped: their tasks run again
+        lines = ", ".join(f"line {line}: {reason}" for line, reason in damaged[:5])
+        print(f"{printable(log.path)}: {len(damaged)} damaged rows skipped, their tasks run again ({printable(lines)}"
+              f"{', ...' if len(damaged) > 5 else ''})", file=sys.stderr)
     where = args.scheduler or f"{workers} local processes"
     if not args.quiet:
         print(f"{args.output}: {pending} of {len(tasks)} {desc} tasks to run on {where}")
@@ -83,6 +90,6 @@ def run_tasks(tasks, args, *, kind, desc, describe, workers):
             bar.update(1)
             if not args.quiet:  # above the bar, which stays at the bottom of a terminal
                 what = describe(row) if row["status"] == "ok" else row["status"]
-                bar.write(f"[{done}/{pending}] {what} ({row['seconds'] or 0:.1f} s, {row['worker']})",
+                bar.write(f"[{done}/{pending}] {printable(what)} ({row['seconds'] or 0:.1f} s, {row['worker']})",
                           file=sys.stdout)
     return done, failed, len(tasks) - pending

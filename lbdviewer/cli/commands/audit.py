@@ -82,7 +82,7 @@ def run(args):
     from lbdviewer._runtime.versions import library_versions
     from lbdviewer.audit import collect_inputs, plan_tasks, write_report
     from lbdviewer.audit.results import record_settings
-    from lbdviewer.audit.runner import AUDIT
+    from lbdviewer.audit.results_log import AUDIT
     from lbdviewer.audit.tasks import is_feature_file
     from lbdviewer.defences.tasks import AUDIT_DEFENCES, plan_defend_tasks
 

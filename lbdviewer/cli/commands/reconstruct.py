@@ -105,7 +105,7 @@ def run(args):
         else:
             sites = grid_sites(image.shape, patch_size=pattern.patch_size,
                                offset=DEFAULT_OFFSET if args.offset is None else args.offset)
-        descriptors = describe_sites(image, sites, pattern, binary=not args.real)
+        descriptors = describe_sites(image, sites, pattern, binary=not args.real, packed=not args.real)
         result = None
         with progress_bar(desc="reconstruct", quiet=args.quiet) as bar:
             for report in iter_reconstruct_image(descriptors, sites, pattern, shape=image.shape, mode=args.mode,
@@ -133,8 +133,8 @@ def run(args):
 
 
 def _metrics(args, image, sites, pattern, descriptors, result):
-    original_bits = describe_sites(image, sites, pattern) if args.real else descriptors
-    estimate_bits = describe_sites(result.image, sites, pattern, atol=METRIC_TIE_ATOL)
+    original_bits = describe_sites(image, sites, pattern, packed=True) if args.real else descriptors
+    estimate_bits = describe_sites(result.image, sites, pattern, packed=True, atol=METRIC_TIE_ATOL)
     per_site, overall = packed_bit_consistency(estimate_bits, original_bits, pattern.m)
     quality = image_metrics(image, result.image, mask=result.covered, corners=sites,
                             patch_size=pattern.patch_size)

@@ -3,7 +3,9 @@
 Runs the library and our model on the same image and keypoints and prints the
 share of identical bits: for the exact model (library arithmetic), and for
 ``sign(L_k patch_k)`` with the smoothing folded into the fields ("linear") or
-read from the library's smoothed image ("linear-sampled").
+read from the library's smoothed image ("linear-sampled"). With BRISK, it says
+where the model's single-precision ``logf`` comes from: numpy's ``log`` in
+place of the C library's means the model may not be bit-exact.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from lbdviewer.libraries.registry import DESCRIPTORS
 from lbdviewer.io.images import load_image
 from lbdviewer.io.strict_json import dumps_strict
 from lbdviewer.libraries.base import agreement
+from lbdviewer.libraries.brisk import logf_source
 from lbdviewer.libraries.registry import get_model
 from lbdviewer.io.limits import check_keypoints, max_keypoints
 from lbdviewer._runtime.progress import progress_bar
@@ -49,14 +52,18 @@ def run(args):
             bar.update()
     total = sum(r["bits"] for r in rows)
     overall = sum(r["exact"] * r["bits"] for r in rows if r["bits"]) / total if total else float("nan")
+    notes = {"brisk_logf": logf_source()} if "brisk" in names else {}
     if args.json:
-        print(dumps_strict({"descriptors": rows, "overall_exact": overall}))
+        print(dumps_strict({"descriptors": rows, "overall_exact": overall, **notes}))
         return 0
     print(f"{'descriptor':15s} {'keypoints':>9s} {'bits':>8s} {'exact':>8s} {'linear':>8s} {'sampled':>8s}")
     for r in rows:
         print(f"{r['descriptor']:15s} {r['keypoints']:9d} {r['bits']:8d} {_percent(r['exact'])} "
               f"{_percent(r['linear'])} {_percent(r['linear_sampled'])}")
     print(f"{'overall':15s} {'':9s} {total:8d} {_percent(overall)}")
+    if "brisk_logf" in notes:
+        print(f"brisk logf: {notes['brisk_logf']}" if notes["brisk_logf"] else
+              "brisk logf: numpy's log (no C library logf found): BRISK's model may not be bit-exact here")
     return 0
 
 

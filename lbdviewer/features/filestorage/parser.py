@@ -197,13 +197,17 @@ class _Yaml:
         return node
 
     def block(self, indent, depth):
-        if depth > 64:
-            raise ValueError(f"collections nested too deeply on line {self.lines.current[0]}")
         if _is_item(self.lines.current[2]):
             return self.block_sequence(indent, depth)
         return self.block_mapping(indent, depth)
 
+    def _check_depth(self, depth):
+        """Refuse nesting past 64 levels, however it nests (before Python's own recursion limit is reached)."""
+        if depth > 64:
+            raise ValueError(f"collections nested too deeply on line {self.lines.current[0]}")
+
     def block_mapping(self, indent, depth):
+        self._check_depth(depth)
         out = {}
         while self.lines.current is not None and self.lines.current[1] == indent:
             number, _, text = self.lines.current
@@ -220,6 +224,7 @@ class _Yaml:
         return out
 
     def block_sequence(self, indent, depth):
+        self._check_depth(depth)
         items, count = [], 0
         while self.lines.current is not None and self.lines.current[1] == indent:
             number, _, text = self.lines.current
@@ -300,17 +305,24 @@ class _Yaml:
 
 
 def _strip_comment(line):
+    """``line`` without its ``# comment``; a ``#`` inside a quoted string (with ``\\"`` or ``''`` in it) stays."""
     if "#" not in line:
         return line
-    quote = None
-    for i, char in enumerate(line):
+    quote, i = None, 0
+    while i < len(line):
+        char = line[i]
         if quote:
-            if char == quote:
+            if char == "\\" and quote == '"':
+                i += 1  # the escaped character cannot end the string
+            elif char == quote and quote == "'" and line[i + 1:i + 2] == "'":
+                i += 1  # '' is a quote inside a single-quoted string
+            elif char == quote:
                 quote = None
         elif char in "\"'" and (i == 0 or line[i - 1] in " [{,:"):
             quote = char
         elif char == "#" and (i == 0 or line[i - 1] in " \t"):
             return line[:i]
+        i += 1
     return line
 
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lbdviewer.features.filestorage.parser import read_tree
-from lbdviewer.features.filestorage.values import MATRIX_TYPES, Budget
+from lbdviewer.features.filestorage.values import MATRIX_TYPES, Budget, cast_declared
 from lbdviewer.features.keypoints import FORMAT, VERSION, Keypoints
 from lbdviewer.io import limits
 from lbdviewer.io.limits import check_keypoints, check_pixels
@@ -121,15 +121,7 @@ def matrix(node, what):
     if count != rows * cols or (isinstance(data, np.ndarray) and data.ndim != 1):
         raise ValueError(f"{what!r} declares {rows} x {cols} = {rows * cols} values but holds {count}")
     values = _numbers(data, f"{what!r} data")
-    kind = np.dtype(MATRIX_TYPES[dt])
-    if values.dtype != kind:
-        if kind.kind in "iu":
-            info = np.iinfo(kind)
-            if values.size and (np.any(values != np.round(values)) or values.min() < info.min
-                                or values.max() > info.max):
-                raise ValueError(f"{what!r} data do not fit dt {dt!r} ({kind})")
-        values = values.astype(kind)
-    return values.reshape(rows, cols)
+    return cast_declared(values, MATRIX_TYPES[dt], f"of {what!r} (dt {dt!r})").reshape(rows, cols)
 
 
 def keypoint_table(node, what="keypoints"):
@@ -274,7 +266,12 @@ def _positive_int(node, key, where):
 def _image_shape(node, where):
     """``(height, width)`` the node gives, or None."""
     if "image_width" in node or "image_height" in node:
-        return (_positive_int(node, "image_height", where), _positive_int(node, "image_width", where))
+        shape = (_positive_int(node, "image_height", where), _positive_int(node, "image_width", where))
+        if None in shape:
+            given, missing = ("image_width", "image_height") if shape[0] is None else ("image_height", "image_width")
+            raise ValueError(f"{where}: {given!r} without {missing!r}: give both, or neither (the size is then "
+                             "inferred)")
+        return shape
     for key in _SIZE_NODES:
         if key in node:
             size = node[key]

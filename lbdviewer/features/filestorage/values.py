@@ -163,7 +163,17 @@ def _convert(piece, sep):
     return np.array(values, dtype=np.float64)
 
 
-def _cast(values, dtype, where):
+def cast_declared(values, dtype, where):
+    """``values`` as a matrix's declared ``dtype``; a ValueError for a fraction or a value out of an integer type's range.
+
+    Examples
+    --------
+    >>> cast_declared(np.array([7.0, 255.0]), np.uint8, "of 'd'")
+    array([  7, 255], dtype=uint8)
+    >>> cast_declared(np.array([7.5]), np.uint8, "of 'd'")
+    Traceback (most recent call last):
+    ValueError: the data of 'd' do not fit their declared type uint8
+    """
     kind = np.dtype(dtype)
     if kind.kind in "iu":
         info = np.iinfo(kind)
@@ -219,7 +229,7 @@ def numbers(text, where, budget, *, sep=",", matrix=None, start=0, stop=None):
             raise ValueError(f"the sequence {where} holds more than {limit:,} values, the most this reader "
                              "accepts here")
         if dtype is not None:
-            values = _cast(values, dtype, where)
+            values = cast_declared(values, dtype, where)
         if matrix is None:
             budget.spend(values.nbytes, where)
         parts.append(values)

@@ -9,6 +9,7 @@ compiled code on these: one patch at a time (:func:`sparse_forward`,
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from scipy import sparse
 from lbdviewer.operators.wavelets import LANES
 
 _FACTORS = weakref.WeakKeyDictionary()  # operator -> (domain shape, SparseFactors)
+_FACTORS_LOCK = threading.Lock()  # solvers run on worker threads of the app: one build per operator
 
 
 @dataclass(frozen=True)
@@ -67,21 +69,23 @@ def _row_stencil(indices, data, width):
 def sparse_factors(operator, domain_shape):
     """Return :class:`SparseFactors` if the operator exposes them, else None.
 
-    Built once per operator (cached while it lives): a solver is made for
-    every chunk of patches.
+    Built once per operator (cached while it lives, under a lock: threads
+    asking at once wait for one build): a solver is made for every chunk of
+    patches.
     """
     if not (callable(getattr(operator, "field_matrix", None))
             and callable(getattr(operator, "pair_matrix", None))):
         return None
     key = tuple(domain_shape)
-    try:
-        cached = _FACTORS.get(operator)
-    except TypeError:  # not weakly referenceable or not hashable: no cache
-        return _build_factors(operator, key)
-    if cached is None or cached[0] != key:
-        cached = (key, _build_factors(operator, key))
-        _FACTORS[operator] = cached
-    return cached[1]
+    with _FACTORS_LOCK:
+        try:
+            cached = _FACTORS.get(operator)
+        except TypeError:  # not weakly referenceable or not hashable: no cache
+            return _build_factors(operator, key)
+        if cached is None or cached[0] != key:
+            cached = (key, _build_factors(operator, key))
+            _FACTORS[operator] = cached
+        return cached[1]
 
 
 def _build_factors(operator, domain_shape):

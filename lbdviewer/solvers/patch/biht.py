@@ -24,6 +24,7 @@ without transforms (FREAK 32x32: 115 cells, :math:`W` maps them into 284 of the
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ from lbdviewer.solvers.patch.base import CONSTRAINT_CODES, BatchedSolver, check_
 from lbdviewer.solvers.state import SolverState, frozen_copy
 
 _CELLS = weakref.WeakKeyDictionary()  # operator -> {(domain shape, transform kind): CellSpace}
+_CELLS_LOCK = threading.Lock()  # solvers run on worker threads of the app: one build per operator
 
 
 class _Run:
@@ -135,7 +137,7 @@ def cell_space(operator, domain_shape, transform):
     Notes
     -----
     Built once per operator and transform kind (cached while the operator
-    lives): a solver is made for every chunk of patches.
+    lives, under a lock): a solver is made for every chunk of patches.
 
     Examples
     --------
@@ -150,13 +152,14 @@ def cell_space(operator, domain_shape, transform):
             and callable(getattr(operator, "pair_matrix", None))):
         return None
     key = (tuple(domain_shape), None if transform is None else "haar")
-    try:
-        cache = _CELLS.setdefault(operator, {})
-    except TypeError:  # not weakly referenceable or not hashable: no cache
-        return _build_cells(operator, key[0], transform)
-    if key not in cache:
-        cache[key] = _build_cells(operator, key[0], transform)
-    return cache[key]
+    with _CELLS_LOCK:
+        try:
+            cache = _CELLS.setdefault(operator, {})
+        except TypeError:  # not weakly referenceable or not hashable: no cache
+            return _build_cells(operator, key[0], transform)
+        if key not in cache:
+            cache[key] = _build_cells(operator, key[0], transform)
+        return cache[key]
 
 
 def _build_cells(operator, domain_shape, transform):
