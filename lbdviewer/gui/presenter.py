@@ -238,10 +238,10 @@ class SessionPresenter:
         vector = operator.frame_vector(index)
         bound = max(float(np.abs(vector).max()), 1e-12)
         if view is None:
-            i, j = session.pattern.pairs[index]
+            i, j = (int(f) + 1 for f in session.pattern.pairs[index])  # fields numbered from 1, as pairs are
             fields, described = f"fields {i} − {j}", {"pattern": session.pattern.describe_params()}
         else:
-            i, j = view.overlay.pair_fields[index]
+            i, j = (int(f) + 1 for f in view.overlay.pair_fields[index])
             kind = "cells" if view.overlay.kind == "cells" else "fields"
             fields, described = f"{kind} {i} − {j}", {"keypoint": view.record(), "descriptor": view.descriptor}
         panel.frame.show_array(vector, levels=(-bound, bound),

@@ -75,6 +75,13 @@ def test_the_maps_figure_names_the_frame_vector_shown(qtbot, window, tmp_path):
     assert record["extra"]["figure"]["formats"] == ["png", "svg"]
 
 
+def test_the_frame_vector_numbers_its_fields_from_one_as_its_pair(qtbot, window):
+    window.pattern_panel.spin.setValue(5)  # pair 5: row 4 of L
+    first, second = window.session.pattern.pairs[4]
+    assert f"L₅  (fields {first + 1} − {second + 1})" in window.pattern_panel.frame.title_text()
+    assert window.pattern_panel.frame.metadata["fields"] == [first + 1, second + 1]
+
+
 def test_the_patch_figure_draws_the_chosen_pairs(qtbot, window, tmp_path):
     window.pattern_panel.pairs_mode.setCurrentIndex(window.pattern_panel.pairs_mode.findData("selected"))
     window.pattern_panel.spin.setValue(5)
