@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import copy
 import json
 import os
 import random

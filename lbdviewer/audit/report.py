@@ -26,7 +26,6 @@ from lbdviewer.audit.plots import PLOT_CORRELATION, PLOT_KEYPOINTS, plot_correla
 from lbdviewer.audit.results import (has_text, is_legible, is_ok, leak_order, lines_read_back, read_results,
                                      read_settings, summarise, text_lines, write_parquet)
 from lbdviewer.audit.risk import RULE, leak_ranking
-from lbdviewer.audit.tasks import COLUMNS
 from lbdviewer.defences.rows import read_defend_rows
 from lbdviewer.defences.summary import recommend, summarise_defences
 from lbdviewer.io.files import atomic_write

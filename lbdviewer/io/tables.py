@@ -9,7 +9,6 @@ on a terminal or a page.
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 __all__ = ["MAX_RECORD_LINES", "cells_row", "printable", "read_table"]

@@ -1,6 +1,5 @@
 """The figure engine: pixel-exact insets, vector text in one style, captions beside the artwork, nothing clipped."""
 
-import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree

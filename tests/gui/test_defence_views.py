@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from skimage import data
 
-from lbdviewer.defences.transforms import Defence
 from lbdviewer.io.images import save_png
 from lbdviewer.libraries.registry import get_model
 

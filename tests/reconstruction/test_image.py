@@ -121,7 +121,6 @@ def test_float_signs_are_refused_and_each_form_says_what_it_is():
     image += 0.1 * np.random.default_rng(3).random((32, 32))
     pattern = make_pattern("brief", patch_size=16, m=128)
     sites = grid_sites(image.shape, patch_size=16, offset=8)
-    bits = describe_sites(image, sites, pattern)
     real = describe_sites(image, sites, pattern, binary=False)
     signs = np.sign(real).astype(np.float64)                            # what a user gets from np.sign
     assert np.all(np.abs(signs) == 1)

@@ -24,7 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lbdviewer.cli.commands._args import add_command, add_limit_options, add_output, check_outputs, positive_int
+from lbdviewer.cli.commands._args import add_command, add_limit_options, check_outputs, positive_int
 from lbdviewer.evaluation.display import display_stretch
 from lbdviewer.features.files import entry_summaries, load_features
 from lbdviewer.features.infer import AUTO, agreement_check
