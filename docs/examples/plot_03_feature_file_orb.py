@@ -31,8 +31,10 @@ print(f"correlation {metrics['correlation']:.3f} over the "
       f"{metrics['covered_fraction']:.0%} of pixels covered")
 
 # %%
-# Pixels no keypoint's patch covers are black.
+# Pixels no keypoint's patch covers are drawn at the median grey of the covered
+# ones, as the inversion holds them, so that text reads as text
+# (``lbd.evaluation.uncovered_rule``).
 title = f"ORB feature file, {len(loaded.keypoints)} keypoints"
-spec = lbd.figures.whole_image_figure(image, result.image, covered=result.covered,
-                                      metrics=metrics, title=title)
+spec = lbd.figures.whole_image_figure(image, result.image, covered=result.covered, metrics=metrics,
+                                      title=title, uncovered=lbd.evaluation.uncovered_rule(result))
 figure, layout = lbd.figures.render_figure(spec, width="double", dpi=150)

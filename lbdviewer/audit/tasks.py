@@ -55,7 +55,7 @@ import numpy as np
 from lbdviewer._runtime.parallel import numba_threads
 from lbdviewer.features.extract import extract_features
 from lbdviewer.features.files import FEATURE_SUFFIXES, feature_entries, load_features
-from lbdviewer.evaluation.display import display_stretch
+from lbdviewer.evaluation.display import display_stretch, uncovered_rule
 from lbdviewer.features.invert import iter_invert_features
 from lbdviewer.io.images import load_image, to_uint8
 from lbdviewer.libraries.registry import get_model
@@ -282,9 +282,10 @@ def _audit(task, row, thumbnails, started):
     covered = result.covered
     row["coverage"] = float(covered.mean())
     # What an eavesdropper sees (no original to calibrate against): OCR reads this.
-    seen = display_stretch(result.image, mask=covered).image
+    uncovered = uncovered_rule(result)  # a feature file's inversion: at the covered median, text reads as text
+    seen = display_stretch(result.image, mask=covered, uncovered=uncovered).image
     # Beside the original, on its scale (the one display rule of lbdviewer.evaluation.display).
-    shown = display_stretch(result.image, mask=covered, reference=original).image
+    shown = display_stretch(result.image, mask=covered, reference=original, uncovered=uncovered).image
     thumbnails["reconstruction"] = thumbnail_png(shown)
     if original is not None:
         thumbnails["original"] = thumbnail_png(original)

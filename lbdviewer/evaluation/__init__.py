@@ -14,6 +14,7 @@ __getattr__, __dir__, __all__ = lazy_namespace(__name__, {
     "display_stretch": "display",
     "display_original": "display",
     "difference_image": "display",
+    "uncovered_rule": "display",
     "run_record": "records",
     "read_sidecar": "records",
     "write_sidecar": "records",

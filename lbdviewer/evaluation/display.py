@@ -231,6 +231,26 @@ def display_stretch(image, *, mask=None, reference=None, uncovered="black"):
     return _apply(image, mask, gain, offset, "percentile", _PERCENTILE_DESCRIPTION, uncovered)
 
 
+def uncovered_rule(result):
+    """How to draw the pixels ``result`` leaves uncovered: ``"neutral"`` or ``"black"``.
+
+    A feature file's inversion records what its uncovered pixels hold
+    (``params["uncovered"]``: the covered median, so that a reader and OCR
+    see text as text, :func:`lbdviewer.features.invert.invert_features`):
+    they are drawn at the covered median (``"neutral"``). Any other result
+    (a grid's border strip, the paper's FAST figures) shows its coverage in
+    black.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> uncovered_rule(SimpleNamespace(params={"uncovered": {"rule": "covered median"}})), uncovered_rule(None)
+    ('neutral', 'black')
+    """
+    params = getattr(result, "params", None) or {}
+    return "neutral" if params.get("uncovered") else "black"
+
+
 def display_original(image):
     """An original image as it is (values clipped to ``[0, 1]``), named as such.
 

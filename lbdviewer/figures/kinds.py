@@ -299,7 +299,7 @@ def _ratio(maxima):
 
 
 def whole_image_figure(original, reconstruction, *, covered=None, edges=False, metrics=None, title="",
-                       keypoints=None):
+                       keypoints=None, uncovered="black"):
     """Original | reconstruction (| the original's edges over the reconstruction), metrics in the caption.
 
     Parameters
@@ -309,7 +309,7 @@ def whole_image_figure(original, reconstruction, *, covered=None, edges=False, m
         reconstruction is then shown alone, with the percentile stretch.
     reconstruction : array_like, shape (H, W)
     covered : array_like of bool, shape (H, W), optional
-        Pixels some patch covers; the others are black.
+        Pixels some patch covers; the others are drawn by ``uncovered``.
     edges : bool
         Add a panel with the original's Canny edges over the reconstruction.
     metrics : dict, optional
@@ -319,6 +319,11 @@ def whole_image_figure(original, reconstruction, *, covered=None, edges=False, m
     keypoints : int, optional
         Keypoints of the feature file the reconstruction comes from (in the
         reconstruction's title and the caption).
+    uncovered : {"black", "neutral"}
+        Pixels outside ``covered``: black, which shows the coverage, or the
+        median grey of the covered ones, as a feature file's inversion holds
+        them (:func:`lbdviewer.evaluation.display.uncovered_rule`); the
+        caption says which.
 
     Returns
     -------
@@ -332,7 +337,7 @@ def whole_image_figure(original, reconstruction, *, covered=None, edges=False, m
     >>> whole_image_figure(None, np.eye(8), keypoints=500).rows[0][0].title
     'reconstruction, 500 keypoints'
     """
-    shown = display_stretch(reconstruction, mask=covered, reference=original)
+    shown = display_stretch(reconstruction, mask=covered, reference=original, uncovered=uncovered)
     display = {"reconstruction": shown.record()}
     panels = []
     if original is not None:
@@ -352,7 +357,8 @@ def whole_image_figure(original, reconstruction, *, covered=None, edges=False, m
     if metrics:
         caption += f"; {metrics_sentence(metrics)} (PSNR and SSIM after the best gain/offset fit)"
     if covered is not None and not np.all(covered):
-        caption += "; pixels no patch covers are black"
+        caption += ("; pixels no patch covers are black" if uncovered == "black" else
+                    "; pixels no patch covers are drawn at the median grey of the covered ones")
     if edges:
         caption += (f"; {letter(2)} the same with the Canny edges of the original in {EDGE_NAME} (thresholds "
                     f"{CANNY_THRESHOLDS[0]}, {CANNY_THRESHOLDS[1]})")

@@ -6,7 +6,8 @@ read back and inverted (:func:`lbdviewer.evaluation.leakage.compare_descriptors`
 figure shows the original first, then one panel per descriptor, most
 correlated first: the reconstruction from its feature file alone, shown by the
 one display rule (:func:`lbdviewer.evaluation.display.display_stretch`, mean and spread
-matched to the original over the covered pixels; uncovered pixels black),
+matched to the original over the covered pixels; uncovered pixels at the covered median, as the
+inversion of a feature file holds them),
 titled with the descriptor and the correlation :math:`r` over the covered
 pixels; the caption gives each one's keypoints kept, coverage and the title
 lines tesseract read from the reconstruction of the ``book-titles`` sample's
@@ -140,7 +141,7 @@ def leakage_spec(image, rows, *, source_name, n_keypoints, quick=False):
         if row.error or not row.covered.any():
             panels.append(Panel(np.zeros(np.shape(image)), title=panel_title(row)))
             continue
-        shown = display_stretch(row.reconstruction, mask=row.covered, reference=image)
+        shown = display_stretch(row.reconstruction, mask=row.covered, reference=image, uncovered="neutral")
         display[row.descriptor] = shown.record()
         panels.append(Panel(shown.image, title=panel_title(row)))
     legibility = ("legibility not measured (quick)" if quick else
@@ -151,8 +152,9 @@ def leakage_spec(image, rows, *, source_name, n_keypoints, quick=False):
                f"(ORB's detector, up to {n_keypoints} keypoints), the feature file is written, read back and "
                f"inverted alone (joint solve); most correlated first: {facts}. $r$: Pearson correlation with the "
                f"original over the covered pixels; coverage: share of pixels some keypoint's patch covers (the rest "
-               f"black); {legibility}. Reconstructions shown with the gain and offset fitted to the original, mean "
-               f"and spread matched." + (" Quick preview: a crop, few keypoints and iterations." if quick else ""))
+               f"drawn at the covered median); {legibility}. Reconstructions shown with the gain and offset fitted "
+               f"to the original, mean and spread matched."
+               + (" Quick preview: a crop, few keypoints and iterations." if quick else ""))
     # one row: the engine cuts it into even rows for the width (three of three at two columns, 300 dpi)
     return FigureSpec(kind="leakage", rows=(tuple(panels),), caption=caption), display
 

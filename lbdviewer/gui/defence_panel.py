@@ -121,7 +121,8 @@ class DefencePanel(QWidget):
     def show_preview(self, preview, image=None):
         """Draw a :class:`~lbdviewer.defences.preview.DefencePreview` (``image``: the original, when known)."""
         self.preview = preview
-        shown = display_stretch(preview.reconstruction, mask=preview.covered, reference=image).image \
+        shown = display_stretch(preview.reconstruction, mask=preview.covered, reference=image,
+                                uncovered="neutral").image \
             if preview.covered.any() else preview.reconstruction
         self.reconstruction.show_array(shown)
         self.reconstruction.set_dimmed(False)

@@ -34,6 +34,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from lbdviewer.evaluation.display import uncovered_rule
 from lbdviewer.gui import jobs, preferences, sidecars
 from lbdviewer.gui.export import export_panel
 from lbdviewer.gui.model import descriptor_label
@@ -249,7 +250,8 @@ def figure_spec(window, key):
         original = session.image if session.has_pixels else None
         return figures.whole_image_figure(original, run.result.image, covered=run.result.covered,
                                           edges=original is not None and window.whole.edges_box.isChecked(),
-                                          metrics=run.metrics, title=title, keypoints=keypoints)
+                                          metrics=run.metrics, title=title, keypoints=keypoints,
+                                          uncovered=uncovered_rule(run.result))
     raise ValueError(f"key must be one of {FIGURE_KEYS[:-1]} (families: export_families), got {key!r}")
 
 

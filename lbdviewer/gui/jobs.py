@@ -16,7 +16,7 @@ import numpy as np
 
 from lbdviewer import io
 from lbdviewer.evaluation import metrics
-from lbdviewer.evaluation.display import display_original, display_stretch
+from lbdviewer.evaluation.display import display_original, display_stretch, uncovered_rule
 from lbdviewer.io.files import file_sha256
 from lbdviewer.io.limits import ResourceLimitError
 from lbdviewer.operators.descriptor import DescriptorOperator
@@ -443,7 +443,7 @@ class DisplayChoice:
     (fitted to the original when there is one, else percentiles); False shows it as solved.
     A result that records what its uncovered pixels hold (a feature file's
     inversion: ``params["uncovered"]``) shows them at the covered median,
-    as it holds them (:func:`uncovered_rule`); View's "uncovered" tints them.
+    as it holds them (:func:`lbdviewer.evaluation.display.uncovered_rule`); View's "uncovered" tints them.
     """
 
     stretch: bool = True
@@ -453,19 +453,6 @@ class DisplayChoice:
         if self.stretch:
             return display_stretch(estimate, mask=mask, reference=reference, uncovered=uncovered)
         return display_original(estimate)
-
-
-def uncovered_rule(result):
-    """``"neutral"`` for a result whose uncovered pixels hold the covered median (``params["uncovered"]``), else ``"black"``.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> uncovered_rule(SimpleNamespace(params={"uncovered": {"rule": "covered median"}})), uncovered_rule(None)
-    ('neutral', 'black')
-    """
-    params = getattr(result, "params", None) or {}
-    return "neutral" if params.get("uncovered") else "black"
 
 
 def with_display(items, choice, *, reference=None, mode="joint", every=DISPLAY_SECONDS, clock=time.monotonic):

@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from lbdviewer.gui.jobs import DisplayChoice, uncovered_rule
+from lbdviewer.evaluation.display import uncovered_rule
+from lbdviewer.gui.jobs import DisplayChoice
 from lbdviewer.gui.model import descriptor_label
 from lbdviewer.gui.overlay import pattern_overlay
 from lbdviewer.patterns.base import pair_label, pair_number

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import cv2
 import numpy as np
 import pytest
 
@@ -126,6 +127,9 @@ def test_feature_file_is_inverted_and_compared_with_the_image_beside_it(inputs, 
     row, thumbnails = run_task(task)
     assert row["status"] == "ok" and row["descriptor"] == "orb" and row["correlation"] > 0.2
     assert set(thumbnails) == {"original", "reconstruction"}
+    shown = cv2.imdecode(np.frombuffer(thumbnails["reconstruction"], np.uint8), cv2.IMREAD_GRAYSCALE)
+    corners = shown[0, 0], shown[0, -1], shown[-1, 0], shown[-1, -1]  # inside ORB's border: no keypoint covers them
+    assert len(set(corners)) == 1 and corners[0] > 0  # drawn at the covered median, as the inversion holds them
     (tmp_path / "scene.png").unlink()
     row, thumbnails = run_task(task)
     assert row["status"] == "ok" and row["correlation"] is None and set(thumbnails) == {"reconstruction"}

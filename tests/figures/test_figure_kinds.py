@@ -95,6 +95,22 @@ def test_maps_each_get_their_own_scale_or_one_shared_and_the_caption_says_which(
         maps_figure([])
 
 
+def test_whole_image_figure_draws_a_feature_files_uncovered_pixels_at_the_covered_median():
+    original = np.zeros((32, 32))
+    original[:, 16:] = 1.0
+    reconstruction = 0.2 + 0.3 * original
+    reconstruction[:4] = 0.9                                             # covered: only rows 4..31
+    covered = np.zeros((32, 32), bool)
+    covered[4:] = True
+    spec = whole_image_figure(original, reconstruction, covered=covered, uncovered="neutral")
+    shown = spec.rows[0][1].image
+    black = whole_image_figure(original, reconstruction, covered=covered).rows[0][1].image
+    assert np.array_equal(shown[4:], black[4:]) and not black[:4].any()
+    assert np.all(shown[:4] == np.median(black[4:])) and np.median(black[4:]) == 0.5
+    assert "median grey of the covered ones" in spec.caption and "black" not in spec.caption
+    assert spec.display["reconstruction"]["uncovered"] == "neutral"
+
+
 def test_whole_image_figure_captions_metrics_and_blacks_out_uncovered(tmp_path):
     original = np.zeros((32, 32))
     original[:, 16:] = 1.0

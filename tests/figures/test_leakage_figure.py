@@ -45,9 +45,13 @@ def test_the_original_comes_first_then_one_panel_per_descriptor_by_the_display_r
     assert panels[1].title == "ORB\n$r = 0.71$" and panels[2].title == "BRISK\n$r = 0.64$"  # short titles
     assert "(b) ORB: 30 keypoints, $r = 0.71$, coverage 44 %, OCR 2/4 lines" in spec.caption  # the facts: caption
     assert "(c) BRISK: 30 keypoints, $r = 0.64$" in spec.caption and "ramp" in spec.caption
-    shown = display_stretch(rows[0].reconstruction, mask=rows[0].covered, reference=image)
+    covered = rows[0].covered
+    shown = display_stretch(rows[0].reconstruction, mask=covered, reference=image, uncovered="neutral")
     assert np.array_equal(panels[1].image, shown.image) and display["orb"] == shown.record()
-    assert not panels[1].image[~rows[0].covered].any()  # uncovered pixels black
+    black = display_stretch(rows[0].reconstruction, mask=covered, reference=image).image
+    assert np.array_equal(panels[1].image[covered], black[covered])
+    assert np.all(panels[1].image[~covered] == np.median(black[covered]))  # uncovered: the covered median
+    assert "(the rest drawn at the covered median)" in spec.caption
     assert panels[3].title == "BEBLID\nnot inverted" and not panels[3].image.any() and "beblid" not in display
     assert "(d) BEBLID: not inverted (thresholded bits are not supported yet)" in spec.caption
     assert "tesseract" in spec.caption

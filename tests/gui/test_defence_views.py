@@ -40,6 +40,9 @@ def test_library_view_previews_a_defence_of_the_librarys_own_features(qtbot, win
     np.testing.assert_array_equal(preview.first_points, np.c_[features.keypoints.x, features.keypoints.y])
     panel = window.defence_panel
     assert panel.reconstruction.array.shape == photo.shape and panel.pair.array.shape == (256, 520)
+    shown, covered = panel.reconstruction.array, preview.covered
+    assert covered.any() and not covered.all()
+    assert np.all(shown[~covered] == np.median(shown[covered]))  # uncovered drawn neutral, as the inversion holds them
     text = panel.numbers.text()
     assert f"leakage r = {preview.correlation:.2f}" in text and f"matching at 3 px {preview.matching_accuracy:.2f}" in text
     assert preview.correlation > 0.5 and 0.0 < preview.matching_accuracy <= 1.0
