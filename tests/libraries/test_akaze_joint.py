@@ -26,6 +26,14 @@ def test_adjoint_passes_the_dot_test(operator):
     dot_test(operator, rtol=1e-5)
 
 
+def test_covered_is_the_operators_support(operator):
+    """A pixel is covered exactly when some measurement reads it: ``A^T y`` of generic ``y`` is nonzero there."""
+    rng = np.random.default_rng(4)
+    reached = np.abs(operator.adjoint(rng.standard_normal(operator.range_shape))) > 0
+    assert reached.any() and not reached.all()
+    np.testing.assert_array_equal(operator.covered, reached)
+
+
 def test_its_signs_are_the_files_bits_on_the_original(document, operator):
     image, features = document
     bits = np.where(operator.forward(image) > 0, 1, -1)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import sparse
+from scipy import ndimage, sparse
 
 from lbdviewer.libraries.akaze.grid import comparison_pairs
 from lbdviewer.libraries.akaze.operator import N_CELLS
@@ -90,6 +90,8 @@ class _Level:
         self.flipped = tuple(tuple(np.ascontiguousarray(k[::-1]) for k in kernel) for kernel in (self.dx, self.dy))
         self.keypoints, self.sampling = keypoints, sampling
         self.sampling_t = sampling.T.tocsr()
+        half = [(len(k) - 1) // 2 for k in (self.intensity, self.smoothing, *self.dx, *self.dy)]
+        self.reach = max(half[0], half[1] + max(half[2:]))  # level pixels a sample reads through the filters
         self.co, self.si = co[:, None].astype(np.float32), si[:, None].astype(np.float32)
 
 
@@ -171,14 +173,20 @@ class AkazeJointOperator:
 
     @property
     def covered(self):
-        """Level-0 pixels some keypoint's samples read (their level pixels' blocks), ``(H, W)`` bool."""
+        """Level-0 pixels some keypoint's samples read through their level's filters, ``(H, W)`` bool.
+
+        The operator's support: a pixel outside it changes no measurement.
+        (The samples' own pixels alone are a sparse lattice at coarse levels:
+        a reconstruction drawn or filled only there comes out speckled.)
+        """
         return self._covered
 
     def _footprint(self):
         height, width = self.domain_shape
         covered = np.zeros(self.domain_shape, dtype=bool)
         for lv in self._levels:
-            hit = (lv.sampling.getnnz(axis=1) > 0).reshape(lv.shape)
+            sampled = (lv.sampling.getnnz(axis=1) > 0).reshape(lv.shape)
+            hit = ndimage.maximum_filter(sampled, size=2 * lv.reach + 1, mode="constant", cval=False)
             blocks = np.kron(hit, np.ones((lv.power, lv.power), dtype=bool))
             covered[:blocks.shape[0], :blocks.shape[1]] |= blocks[:height, :width]
         return covered
