@@ -4,7 +4,7 @@
 ``BOOK_TITLES`` of ``scripts/make_samples.py``), ``resources/document.png``
 seven lines 12-35 pixels high on noisy paper (``DOCUMENT_LINES``); the
 generalisation set adds ``whiteboard`` (five marker lines under uneven
-light), ``dark-screen`` (six lines of light text on a dark screen) and
+light), ``dark-screen`` (eleven lines of light text on a dark phone screen) and
 ``receipt`` (seven lines). Each image is described at a grid of 32x32
 patches with offset 8 (``--offset``) by binary BRIEF and by binary FREAK
 (M = 512) and reconstructed from the bits alone, jointly and patch by patch;

@@ -17,8 +17,9 @@ scores them in the README's generalisation table):
 
 - ``whiteboard``: five marker lines, a box and an arrow on a board lit
   unevenly (a window's light falling off across it: grey 120 to 235);
-- ``dark-screen``: a dark-mode settings screen, light text 9-13 pixels high
-  on grey 28 (a network name and its password);
+- ``dark-screen``: a dark-mode phone settings screen at half the size of a
+  1080-pixel-wide screenshot: light text with capitals 14-22 pixels high on
+  grey 18 (a network name, its password, a guest key), a switch and a button;
 - ``receipt``: a shop receipt, dark text 9-14 pixels high on paper lying on
   a darker table;
 - ``faces``: a 10 x 10 mosaic of the 100 faces of :func:`skimage.data.lfw_subset`,
@@ -54,9 +55,12 @@ PAPER_NOISE = 3.0
 #: Lines of ``whiteboard.png``: (text, cap height in pixels); an arrow leads from the last to a box.
 WHITEBOARD_LINES = (("SPRINT GOALS", 28), ("FIX LOGIN PAGE", 22), ("REVIEW BUDGET", 22), ("CALL SUPPLIER", 22),
                     ("DEMO ON FRIDAY", 22))
-#: Lines of ``dark-screen.png``: (text, cap height in pixels); the first is the window's title.
-DARK_SCREEN_LINES = (("WIFI SETTINGS", 13), ("NETWORK NAME HOMEBASE", 11), ("PASSWORD PURPLE TIGER", 11),
-                     ("SECURITY WPA PERSONAL", 10), ("ROUTER ADMIN ROOT", 10), ("GUEST KEY MAPLE STORM", 10))
+#: Lines of ``dark-screen.png`` in reading order: (text, cap height in pixels): the app bar's title, a switch's
+#: label, four settings rows (a grey label over a white value), the button's text.
+DARK_SCREEN_LINES = (("Wi-Fi settings", 22), ("Use Wi-Fi", 18),
+                     ("Network name", 14), ("HomeBase Fiber", 18), ("Password", 14), ("PurpleTiger42", 18),
+                     ("Security", 14), ("WPA2 Personal", 18), ("Guest network key", 14), ("maple storm 7781", 18),
+                     ("Forget network", 16))
 #: Lines of ``receipt.png``: (text, cap height in pixels); digits are printed but not read (letters only count).
 RECEIPT_LINES = (("CORNER CAFE", 16), ("ESPRESSO 2.40", 12), ("CROISSANT 1.90", 12), ("ORANGE JUICE 3.50", 12),
                  ("TOTAL 7.80", 14), ("CARD VISA", 12), ("THANK YOU", 12))
@@ -138,16 +142,48 @@ def whiteboard_image(lines=WHITEBOARD_LINES, *, width=512, height=384, seed=3):
     return np.clip(np.round(255.0 * light * reflectance + noise), 0, 255).astype(np.uint8)
 
 
-def dark_screen_image(lines=DARK_SCREEN_LINES, *, width=512, height=384):
-    """A dark-mode settings window: light text on grey 28, a title bar, a button and a switch."""
-    image = np.full((height, width), 28, dtype=np.uint8)
-    image[:44] = 46
-    title, *body = lines
-    _text_lines(image, [title], left=20, top=16, gap=0, value=235, thickness=1)
-    _text_lines(image, body, left=28, top=78, gap=38, value=214, thickness=1)
-    cv2.rectangle(image, (360, 318), (480, 352), 70, -1)
-    cv2.circle(image, (452, 116), 11, 120, -1, lineType=cv2.LINE_AA)
-    cv2.rectangle(image, (430, 105), (474, 127), 120, 1, lineType=cv2.LINE_AA)
+def _rounded_box(image, corner0, corner1, radius, value):
+    """Fill the rectangle ``corner0``-``corner1`` (x, y) with corners rounded to ``radius`` pixels."""
+    (x0, y0), (x1, y1) = corner0, corner1
+    cv2.rectangle(image, (x0 + radius, y0), (x1 - radius, y1), value, -1)
+    cv2.rectangle(image, (x0, y0 + radius), (x1, y1 - radius), value, -1)
+    for x, y in ((x0 + radius, y0 + radius), (x1 - radius, y0 + radius), (x0 + radius, y1 - radius),
+                 (x1 - radius, y1 - radius)):
+        cv2.circle(image, (x, y), radius, value, -1, lineType=cv2.LINE_AA)
+
+
+def dark_screen_image(lines=DARK_SCREEN_LINES, *, width=540, height=720):
+    """A dark-mode phone settings screen at half the size of a 1080-pixel-wide screenshot (see the module notes).
+
+    A status bar (signal, battery), an app bar (back arrow, title), a row
+    with a switch, four rows of a grey label over a white value separated by
+    rules, and a button; background grey 18, text grey 150 (labels) to 232.
+    """
+    image = np.full((height, width), 18, dtype=np.uint8)
+    for i, bar in enumerate((5, 8, 11, 14)):  # status bar: signal strength and battery
+        cv2.rectangle(image, (width - 112 + 6 * i, 26 - bar), (width - 109 + 6 * i, 26), 200, -1)
+    cv2.rectangle(image, (width - 70, 12), (width - 40, 26), 200, 1)
+    cv2.rectangle(image, (width - 67, 15), (width - 50, 23), 200, -1)
+    image[40:104] = 30  # app bar
+    cv2.line(image, (24, 72), (42, 72), 232, 2, lineType=cv2.LINE_AA)
+    cv2.line(image, (24, 72), (32, 64), 232, 2, lineType=cv2.LINE_AA)
+    cv2.line(image, (24, 72), (32, 80), 232, 2, lineType=cv2.LINE_AA)
+    title, switch, *rows, button = lines
+    _text_lines(image, [title], left=64, top=72 - title[1] // 2, gap=0, value=232)
+    _text_lines(image, [switch], left=24, top=150 - switch[1] // 2, gap=0, value=232)
+    _rounded_box(image, (width - 88, 134), (width - 32, 166), 16, 150)  # the switch, on
+    cv2.circle(image, (width - 48, 150), 12, 240, -1, lineType=cv2.LINE_AA)
+    top = 196
+    for (label, value) in zip(rows[::2], rows[1::2]):
+        cv2.line(image, (24, top - 14), (width - 24, top - 14), 44, 1)
+        _text_lines(image, [label], left=24, top=top + 8, gap=0, value=150)
+        _text_lines(image, [value], left=24, top=top + 8 + label[1] + 12, gap=0, value=232)
+        top += 96
+    _rounded_box(image, (24, top + 20), (width - 24, top + 76), 28, 56)
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    scale = button[1] / cv2.getTextSize("H", font, 1.0, 1)[0][1]
+    (text_width, _), _ = cv2.getTextSize(button[0], font, scale, 2)
+    _text_lines(image, [button], left=(width - text_width) // 2, top=top + 48 - button[1] // 2, gap=0, value=232)
     return image
 
 

@@ -162,6 +162,7 @@ def render_html(rows, *, title="Privacy audit", settings=(), points=(), defend_r
 
     Examples
     --------
+    >>> from lbdviewer.audit.tasks import COLUMNS
     >>> page = render_html([{**dict.fromkeys(COLUMNS), "input": "/x/<b>.png", "descriptor": "orb",
     ...                      "status": "error: bad <file>"}])
     >>> "&lt;b&gt;.png" in page and "<b>.png" not in page and "bad &lt;file&gt;" in page

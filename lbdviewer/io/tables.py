@@ -122,6 +122,7 @@ def printable(text):
 
     Examples
     --------
+    >>> import os
     >>> printable(os.fsdecode(b"caf\\xe9.png"))
     'caf\ufffd.png'
     """

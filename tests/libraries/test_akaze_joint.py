@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import ndimage
 
 from lbdviewer.features.extract import extract_features
 from lbdviewer.features.keypoints import Keypoints
@@ -7,6 +8,7 @@ from lbdviewer.io.samples import sample_image
 from lbdviewer.libraries.akaze.joint import AkazeJointOperator, balanced_channel_weights
 from lbdviewer.libraries.akaze.model import Model
 from lbdviewer.libraries.akaze.operator import N_CELLS
+from lbdviewer.libraries.akaze.scale_space import level_sigmas
 from lbdviewer.testing import dot_test
 
 
@@ -106,3 +108,33 @@ def test_the_joint_inversion_balances_the_channels_and_explains_more_bits(docume
     plain = AkazeJointOperator(Model(**features.model_params()), features.keypoints, image.shape)
     unweighted = SignConsistency(plain, features.bits(), smoothness=AKAZE_SMOOTHNESS, iterations=100).run()
     assert result.solver_bit_consistency > float(unweighted.bit_consistency[0]) + 0.004  # 0.984 against 0.975
+
+
+def test_levels_filtered_in_windows_read_what_the_whole_level_reads():
+    # Keypoints on two text lines far apart: each level is filtered only in bands around its samples. Their
+    # intensity cells are the means of the level's Gaussian at the samples, and the same keypoints moved 32
+    # pixels into a zero-padded copy of the image (zero padding is what the filters assume past the border)
+    # read the same values and give the same adjoint.
+    image = sample_image("document")
+    keypoints = Keypoints([120.0, 220.0, 150.0, 260.0], [66.0, 60.0, 300.0, 305.0], [4.8, 6.0, 4.8, 7.2],
+                          [0.0, 30.0, 200.0, 90.0], [0, 0, 0, 0])
+    model = Model()
+    op = AkazeJointOperator(model, keypoints, image.shape)
+    windows = [lv.shape[0] * lv.shape[1] for lv in op._levels]
+    whole = [lv.level_shape[0] * lv.level_shape[1] for lv in op._levels]
+    assert len(op._levels) > len(np.unique(model.level_of(keypoints)))  # some level split into bands ...
+    assert sum(windows) < 0.5 * sum(whole)  # ... and far less filtered than the whole levels
+    plan = level_sigmas(model.n_octaves, model.n_sublevels, image.shape)
+    levels, cells, rows, cols, _, _ = model.sample_grid(keypoints)
+    values = op.cell_values(image)[:, :, 0]
+    for k in range(len(keypoints)):  # the intensity cells: means of the level's Gaussian at the cells' samples
+        blurred = ndimage.gaussian_filter(image, plan[levels[k]][2], mode="constant", truncate=3.0)
+        expected = [blurred[rows[k, cells == c], cols[k, cells == c]].mean() for c in range(N_CELLS)]
+        np.testing.assert_allclose(values[k], expected, atol=2e-3)
+    padded = np.pad(image, 32)
+    moved = Keypoints(keypoints.x + 32, keypoints.y + 32, keypoints.size, keypoints.angle, keypoints.octave)
+    far = AkazeJointOperator(model, moved, padded.shape)
+    np.testing.assert_allclose(op.forward(image), far.forward(padded), rtol=1e-4, atol=1e-6)
+    y = np.random.default_rng(3).standard_normal(op.range_shape)
+    np.testing.assert_allclose(op.adjoint(y), far.adjoint(y)[32:-32, 32:-32], rtol=1e-4, atol=1e-6)
+    dot_test(op, rtol=1e-5)
