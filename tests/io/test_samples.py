@@ -30,7 +30,10 @@ TEXT_SAMPLES = {"whiteboard": MAKE_SAMPLES.WHITEBOARD_LINES, "dark-screen": MAKE
 @pytest.mark.parametrize("name", sorted(TEXT_SAMPLES))
 def test_the_shipped_text_samples_are_what_the_generator_draws(name):
     shipped = cv2.imread(str(RESOURCES / f"{name}.png"), cv2.IMREAD_UNCHANGED)
-    np.testing.assert_array_equal(shipped, MAKE_SAMPLES.GENERALISATION[name]())
+    drawn = MAKE_SAMPLES.GENERALISATION[name]()
+    assert shipped.shape == drawn.shape and shipped.dtype == drawn.dtype
+    # equal here; another OpenCV may anti-alias a few glyph edges differently, not redraw the scene
+    assert np.mean(shipped != drawn) < 1e-3, f"{name}: run scripts/make_samples.py again"
 
 
 @pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
