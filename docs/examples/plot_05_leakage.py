@@ -24,11 +24,11 @@ original = lbd.evaluation.display_original(image)
 panels = [lbd.figures.Panel(original.image, title="original")]
 for row in rows:
     shown = lbd.evaluation.display_stretch(row.reconstruction, mask=row.covered,
-                                           reference=image)
+                                           reference=image, uncovered="neutral")
     title = f"{row.descriptor}: r = {row.correlation:.2f}"
     panels.append(lbd.figures.Panel(shown.image, title=title))
 spec = lbd.figures.FigureSpec(
     kind="leakage", rows=(tuple(panels),),
     caption="Each descriptor's feature file inverted alone (joint solve); r: correlation "
-            "with the original over the covered pixels, the others black.")
+            "with the original over the covered pixels, the others drawn at their median grey.")
 figure, layout = lbd.figures.render_figure(spec, width="double", dpi=150)
