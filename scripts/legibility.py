@@ -9,7 +9,9 @@ light), ``dark-screen`` (eleven lines of light text on a dark phone screen) and
 patches with offset 8 (``--offset``) by binary BRIEF and by binary FREAK
 (M = 512) and reconstructed from the bits alone, jointly and patch by patch;
 or (``--features DESCRIPTOR:K``) the real library writes a feature file of
-``K`` keypoints and :func:`lbdviewer.features.invert.invert_features`
+``K`` keypoints (``DESCRIPTOR:all``: every keypoint its detector keeps at its
+default threshold, as a program that sets no cap sends them; OpenCV's AKAZE
+has no cap by default) and :func:`lbdviewer.features.invert.invert_features`
 rebuilds the image from it alone (joint), shown with the uncovered pixels at
 the covered median (the display rule's ``uncovered="neutral"``). Each
 reconstruction (and the original, as a control) is read by ``tesseract``
@@ -61,6 +63,7 @@ SCRIPTS = Path(__file__).resolve().parent
 OFFSET = 8
 UPSCALE = 2
 BLUR_SIGMA = 2.0
+EVERY_KEYPOINT = 10 ** 6  # ``--features DESCRIPTOR:all``: a cap no detector reaches on these samples
 
 
 SAMPLES = ("book-titles", "document", "whiteboard", "dark-screen", "receipt")
@@ -141,7 +144,7 @@ def feature_runs(image, case, iterations, rev=None):
     """The inversion of the real library's feature file of ``image`` (``case`` is ``DESCRIPTOR:K``), as shown."""
     extract_features, invert_features, show = _feature_library(rev)
     descriptor, count = case.split(":")
-    features = extract_features(image, descriptor, n_keypoints=int(count))
+    features = extract_features(image, descriptor, n_keypoints=EVERY_KEYPOINT if count == "all" else int(count))
     started = time.perf_counter()
     result = invert_features(features, iterations=iterations)
     seconds = round(time.perf_counter() - started, 1)
@@ -168,7 +171,8 @@ def main(argv=None):
     parser.add_argument("--samples", nargs="+", default=["book-titles", "document"], choices=SAMPLES)
     parser.add_argument("--offset", type=int, default=OFFSET, help=f"grid offset (default {OFFSET})")
     parser.add_argument("--features", metavar="DESCRIPTOR:K", default=None,
-                        help="invert the library's feature file of K keypoints instead of the grid's bits")
+                        help="invert the library's feature file of K keypoints (K: a number or all) instead of the "
+                             "grid's bits")
     parser.add_argument("--modes", nargs="+", default=["joint", "patches"], choices=("joint", "patches"))
     parser.add_argument("--method", default=None, help="joint solver (default: the library's)")
     parser.add_argument("--psm", type=int, default=6, help="tesseract page segmentation mode (default 6)")
