@@ -130,7 +130,7 @@ def iter_invert_akaze_joint(features, iterations):
     model = Model(**features.model_params())
     operator = AkazeJointOperator(model, features.keypoints, features.image_shape)
     weights = balanced_channel_weights(operator)
-    operator = AkazeJointOperator(model, features.keypoints, features.image_shape, channel_weights=weights)
+    operator = operator.with_channel_weights(weights)
     settings = {"solver": "SignConsistency", "operator": "AkazeJointOperator", "iterations": int(iterations),
                 "margin": DEFAULT_MARGIN, "smoothness": AKAZE_SMOOTHNESS,
                 "channel_weights": [round(w, 4) for w in weights]}
