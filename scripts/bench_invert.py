@@ -21,8 +21,10 @@ grid, the working tree's time over REV's (median of the rounds) and how far
 apart the two images are (largest and mean absolute difference over the
 covered pixels). The solves run 200 L-BFGS iterations, which carry a
 difference of float rounding in the objective's gradient (1e-7 relative)
-to about 1e-2 in a few pixels: the correlation and the bits explained are
-the figures that must agree.
+to about 1e-2 in a few pixels: the yardstick is REV against itself, its
+solve run once more on one thread (the solver then sums its dot products
+in one range instead of two), and the correlation and the bits explained
+are the figures that must agree.
 
 Usage: ``python scripts/bench_invert.py [--image astronaut] [--keypoints 500 5000]
 [--descriptors orb] [--rounds 3] [--rev REV] [--json OUT.json]``
@@ -161,6 +163,13 @@ def main(argv=None):
                 ratios["grid"].append(1.0)
                 print(f"round {round_index}: grid " + " / ".join(f"{g:.2f}" for g in grids) + " s, "
                       + ", ".join(f"{k} {v:.2f} s" for k, v in measured.items()), flush=True)
+        one_thread = {}
+        if args.rev:
+            from lbdviewer._runtime.parallel import numba_threads
+
+            with numba_threads(1):
+                for name in rows:
+                    one_thread[name] = invert(Path(folder) / f"{name}.npz", args.rev)[1]
         peaks = {name: peak_mb(name, args, folder) for name in seconds}
     report = []
     for name, values in seconds.items():
@@ -173,11 +182,14 @@ def main(argv=None):
             other = f"{name}@{args.rev}"
             (mine, covered), (theirs, covered_then) = images[name], images[other]
             difference = np.abs(mine - theirs)[covered & covered_then]
+            itself = np.abs(one_thread[name].image - theirs)[covered_then]
             row.update({"vs_rev": other, "time_to_rev_median": statistics.median(
                             [a / b for a, b in zip(seconds[name], seconds[other])]),
                         "covered_equal": bool(np.array_equal(covered, covered_then)),
                         "max_difference_to_rev": float(difference.max()) if difference.size else 0.0,
-                        "mean_difference_to_rev": float(difference.mean()) if difference.size else 0.0})
+                        "mean_difference_to_rev": float(difference.mean()) if difference.size else 0.0,
+                        "rev_one_thread_max_difference": float(itself.max()) if itself.size else 0.0,
+                        "rev_one_thread_mean_difference": float(itself.mean()) if itself.size else 0.0})
         report.append(row)
     print(f"\n{args.image}, grid = BRIEF offset 8 joint; ratio = row / mean of the grid solves around it, "
           f"median of {args.rounds} rounds")
@@ -192,7 +204,9 @@ def main(argv=None):
         if "vs_rev" in row:
             print(f"{row['row']} / {row['vs_rev']}: time {row['time_to_rev_median']:.2f}x (median of the rounds), "
                   f"image difference max {row['max_difference_to_rev']:.2e}, mean "
-                  f"{row['mean_difference_to_rev']:.2e}, same covered pixels: {row['covered_equal']}")
+                  f"{row['mean_difference_to_rev']:.2e}, same covered pixels: {row['covered_equal']}; "
+                  f"{row['vs_rev']} on one thread against itself: max {row['rev_one_thread_max_difference']:.2e}, "
+                  f"mean {row['rev_one_thread_mean_difference']:.2e}")
     if args.json:
         save_json(args.json, {"image": args.image, "rounds": args.rounds, "rev": args.rev, "rows": report,
                                "versions": library_versions()})
