@@ -189,6 +189,8 @@ def test_every_channel_reads_what_the_whole_filtered_levels_read(document):
     expected = _whole_level_cells(model, keypoints, image)
     assert len(np.unique(model.level_of(keypoints))) >= 4 and expected[:, :, 1:].std() > 0.01
     np.testing.assert_allclose(op.cell_values(image), expected, atol=2e-6)
+    assert {lv.power for lv in op._windows} == {1, 2} and min(lv.top for lv in op._windows) == 0
+    dot_test(op, rtol=1e-5)  # the transposes of the border taps and of the block means too
 
 
 def test_the_fused_hinge_is_the_hinge_of_forward_and_adjoint(document, operator):

@@ -38,6 +38,12 @@ def _add_at(plane, r, c, value):
         plane[r, c] += value
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _taps(half, across, along):
+    """``(w, d_-, d_+, s_-, s_0, s_+)``: the derivatives' half-width and nonzero taps."""
+    return half, across[0], across[1], along[0], along[1], along[2]
+
+
 @numba.njit(cache=True, nogil=True)
 def read_cells(intensity, smoothed, pixel_rows, pixel_cols, half, across, along, indptr, indices, weights,
                keypoints, co, si, out):
@@ -53,9 +59,7 @@ def read_cells(intensity, smoothed, pixel_rows, pixel_cols, half, across, along,
     n_pixels = pixel_rows.shape[0]
     values = np.empty((n_pixels, 3), dtype=np.float32)
     height, width = smoothed.shape
-    w = half
-    d0, d1 = across[0], across[1]
-    s0, s1, s2 = along[0], along[1], along[2]
+    w, d0, d1, s0, s1, s2 = _taps(half, across, along)
     for u in range(n_pixels):
         r, c = pixel_rows[u], pixel_cols[u]
         values[u, 0] = intensity[r, c]
@@ -102,9 +106,7 @@ def write_cells(grads, keypoints, co, si, indptr, indices, weights, pixel_rows, 
             values[u, 1] += weight * gx
             values[u, 2] += weight * gy
     height, width = smoothed_plane.shape
-    w = half
-    d0, d1 = across[0], across[1]
-    s0, s1, s2 = along[0], along[1], along[2]
+    w, d0, d1, s0, s1, s2 = _taps(half, across, along)
     for u in range(n_pixels):
         r, c = pixel_rows[u], pixel_cols[u]
         intensity_plane[r, c] += values[u, 0]
