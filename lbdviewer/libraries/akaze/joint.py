@@ -53,9 +53,9 @@ between forward and adjoint, and the windows are dealt to the solvers'
 thread pool. On the dark-mode screen sample (540x720, 500 keypoints) the
 windows hold 592k of the 1.75M pixels of the levels in use (the bands of
 rows before held 949k); forward and adjoint match the plain whole-level
-computation to float rounding, and the solve takes 2.5 s instead of 7.5 s,
-1.2 times the grid solve of the image instead of 2.8 times
-(``scripts/bench_invert.py --rev``).
+computation to float rounding, and the solve takes a third of the time
+(2.1-2.5 s against 6.3-7.5 s in two runs), 1.2-1.3 times the grid solve of
+the image instead of 2.8-4.0 times (``scripts/bench_invert.py --rev``).
 """
 
 from __future__ import annotations
