@@ -80,6 +80,8 @@ TARGETS = {
     "audit runner": (["lbdviewer/audit/runner.py", "lbdviewer/audit/results_log.py", "lbdviewer/io/tables.py"],
                      ["tests/audit/test_runner_files.py", "tests/audit/test_audit.py",
                       "tests/defences/test_defend_rows.py"]),
+    "akaze joint": (["lbdviewer/libraries/akaze/joint.py", "lbdviewer/libraries/akaze/joint_kernels.py"],
+                    ["tests/libraries/test_akaze_joint.py"]),
     "gui presenter": (["lbdviewer/gui/presenter.py"],
                       ["tests/gui/test_presenter_runs.py", "tests/gui/test_main_window.py",
                        "tests/gui/test_library_views.py", "tests/gui/test_feature_view.py"]),
@@ -87,6 +89,10 @@ TARGETS = {
 
 #: (source file, original line, mutated line), both stripped -> why no caller can see the change.
 EQUIVALENT = {
+    ("lbdviewer/libraries/akaze/joint.py",
+     "counts = np.stack([np.bincount(cells[row], minlength=N_CELLS) for row in inside], axis=0)",
+     "counts = np.stack([np.bincount(cells[row], minlength=N_CELLS) for row in inside])"):
+        "axis=0 is np.stack's default",
     ("lbdviewer/evaluation/display.py",
      "least_squares_gain, _ = least_squares_gain_offset(reference, image, mask=mask)",
      "least_squares_gain, _ = least_squares_gain_offset(image, reference, mask=mask)"):

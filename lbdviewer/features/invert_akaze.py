@@ -56,8 +56,9 @@ smallest lines (10 and 9 pixels high) stay unread: the 500 strongest
 keypoints leave the last line 5 keypoints.
 
 The closed form took 60-90 s and 2.2-3.5 GB there (every keypoint's dense
-functionals at once); the joint solve takes about the time of the grid solve
-of the same image (``scripts/bench_invert.py``). Its total variation,
+functionals at once); the joint solve takes 0.6 times the grid solve of the
+same image on the document and 1.3 times on the dark-mode screen, below
+250 MB (``scripts/bench_invert.py``). Its total variation,
 ``AKAZE_SMOOTHNESS`` (5e-5), is weaker than the grid's: AKAZE's cells are 5
 to 10 level pixels wide and a stronger prior blurs the print (unweighted,
 document 1e-4: 2 of 7 lines, 0.872; 8e-4: 1 of 7; 2e-5: 3 of 7 but 0.846;
@@ -130,7 +131,7 @@ def iter_invert_akaze_joint(features, iterations):
     model = Model(**features.model_params())
     operator = AkazeJointOperator(model, features.keypoints, features.image_shape)
     weights = balanced_channel_weights(operator)
-    operator = AkazeJointOperator(model, features.keypoints, features.image_shape, channel_weights=weights)
+    operator = operator.with_channel_weights(weights)
     settings = {"solver": "SignConsistency", "operator": "AkazeJointOperator", "iterations": int(iterations),
                 "margin": DEFAULT_MARGIN, "smoothness": AKAZE_SMOOTHNESS,
                 "channel_weights": [round(w, 4) for w in weights]}

@@ -120,9 +120,9 @@ def test_levels_filtered_in_windows_read_what_the_whole_level_reads():
                           [0.0, 30.0, 200.0, 90.0], [0, 0, 0, 0])
     model = Model()
     op = AkazeJointOperator(model, keypoints, image.shape)
-    windows = [lv.shape[0] * lv.shape[1] for lv in op._levels]
-    whole = [lv.level_shape[0] * lv.level_shape[1] for lv in op._levels]
-    assert len(op._levels) > len(np.unique(model.level_of(keypoints)))  # some level split into bands ...
+    windows = [lv.shape[0] * lv.shape[1] for lv in op._windows]
+    whole = [lv.level_shape[0] * lv.level_shape[1] for lv in op._windows]
+    assert len(op._windows) > len(np.unique(model.level_of(keypoints)))  # some level split into bands ...
     assert sum(windows) < 0.5 * sum(whole)  # ... and far less filtered than the whole levels
     plan = level_sigmas(model.n_octaves, model.n_sublevels, image.shape)
     levels, cells, rows, cols, _, _ = model.sample_grid(keypoints)
@@ -138,3 +138,157 @@ def test_levels_filtered_in_windows_read_what_the_whole_level_reads():
     y = np.random.default_rng(3).standard_normal(op.range_shape)
     np.testing.assert_allclose(op.adjoint(y), far.adjoint(y)[32:-32, 32:-32], rtol=1e-4, atol=1e-6)
     dot_test(op, rtol=1e-5)
+
+
+def _whole_level_cells(model, keypoints, image):
+    """The module's linear view computed the plain way: every level filtered whole (scipy, zero padding), then sampled."""
+    from scipy.ndimage import correlate1d
+
+    from lbdviewer.libraries.akaze.joint import _gaussian_kernel
+    from lbdviewer.libraries.akaze.scale_space import SMOOTH_SIGMA, derivative_kernels
+
+    plan = level_sigmas(model.n_octaves, model.n_sublevels, image.shape)
+    levels, cells, rows, cols, co, si = model.sample_grid(keypoints)
+
+    def correlate(plane, kernel_x, kernel_y):
+        across = correlate1d(plane, np.asarray(kernel_x, dtype=np.float64), axis=1, mode="constant")
+        return correlate1d(across, np.asarray(kernel_y, dtype=np.float64), axis=0, mode="constant")
+
+    out = np.zeros((len(keypoints), N_CELLS, 3))
+    for k, e in enumerate(levels):
+        octave, _, esigma, size = plan[e]
+        p = 1 << octave
+        h, w = image.shape[0] // p, image.shape[1] // p
+        level = image[:h * p, :w * p].reshape(h, p, w, p).mean(axis=(1, 3))
+        gauss = _gaussian_kernel(esigma / p)
+        intensity = correlate(level, gauss, gauss)
+        smoothing = _gaussian_kernel(np.hypot(plan[e - 1][2] / p, SMOOTH_SIGMA)) if e > 0 else gauss
+        smoothed = correlate(level, smoothing, smoothing)
+        dx, dy = correlate(smoothed, *derivative_kernels(1, 0, size)), correlate(smoothed, *derivative_kernels(0, 1, size))
+        inside = (rows[k] >= 0) & (rows[k] < h) & (cols[k] >= 0) & (cols[k] < w)
+        for c in range(N_CELLS):
+            here = inside & (cells == c)
+            if here.any():
+                r, q = rows[k][here], cols[k][here]
+                vx, vy = dx[r, q].mean(), dy[r, q].mean()
+                out[k, c] = intensity[r, q].mean(), -vx * si[k] + vy * co[k], vx * co[k] + vy * si[k]
+    return out
+
+
+def test_every_channel_reads_what_the_whole_filtered_levels_read(document):
+    # The operator filters windows, reads the derivatives from their nonzero taps only and sums the samples with
+    # compiled kernels; the plain way filters every level whole with the full kernels. Keypoints of the file (levels
+    # 0-3, two octaves) and hand-placed ones whose samples cross the image's border at octaves 0 and 1.
+    image, features = document
+    extra = Keypoints([6.0, 250.0, 12.0, 128.0], [8.0, 186.0, 100.0, 4.0], [4.8, 6.0, 9.6, 19.2],
+                      [30.0, 200.0, 300.0, 45.0], [0, 0, 1, 1])
+    keypoints = Keypoints(*(np.concatenate([getattr(features.keypoints, a), getattr(extra, a)])
+                            for a in ("x", "y", "size", "angle", "octave")))
+    model = Model(**features.model_params())
+    op = AkazeJointOperator(model, keypoints, image.shape)
+    expected = _whole_level_cells(model, keypoints, image)
+    assert len(np.unique(model.level_of(keypoints))) >= 4 and expected[:, :, 1:].std() > 0.01
+    np.testing.assert_allclose(op.cell_values(image), expected, atol=2e-6)
+    assert {lv.power for lv in op._windows} == {1, 2} and min(lv.top for lv in op._windows) == 0
+    dot_test(op, rtol=1e-5)  # the transposes of the border taps and of the block means too
+
+
+def test_the_fused_hinge_is_the_hinge_of_forward_and_adjoint(document, operator):
+    # h = sum [delta - s m]_+^2 over the tests, delta the margin where the bit is +1 (the strict side), 0 where it
+    # is -1 (ties read -1), and its gradient A^T(-2 s [.]_+): computed here from forward and adjoint.
+    image, features = document
+    weighted = operator.with_channel_weights((1.0, 5.0, 6.0))
+    rng = np.random.default_rng(5)
+    bits = features.bits()
+    bits[rng.random(bits.shape) < 0.2] *= -1  # some bits the image does not reproduce
+    x = np.clip(image + 0.05 * rng.standard_normal(image.shape), 0, 1).astype(np.float32)
+    x[:40, :60] = 0.5  # a flat area: its tests tie
+    margin = np.linspace(0.001, 0.01, 486, dtype=np.float32)
+    m = weighted.forward(x).astype(np.float64)
+    s = np.where(bits > 0, 1.0, -1.0)
+    residual = np.maximum(np.where(bits > 0, margin, 0.0) - s * m, 0.0)
+    tie = np.abs(m) <= 1e-5
+    assert tie.any()
+    agree = np.sum(np.where(m > 1e-5, 1, -1) == bits)
+    gradient = weighted.adjoint(-2 * s * residual)
+    for positive in (bits > 0, np.packbits(bits > 0, axis=1, bitorder="little"), weighted.block_bits(bits > 0)):
+        value, grad, count = weighted.squared_hinge(x, positive, margin[None, :], atol=1e-5)
+        np.testing.assert_allclose(value, np.sum(residual ** 2), rtol=1e-4)
+        np.testing.assert_allclose(grad, gradient, rtol=1e-4, atol=1e-4 * np.abs(gradient).max())
+        assert count == agree
+    assert weighted.squared_hinge(x, bits > 0, 0.005)[0] != value  # one margin for all tests is another hinge
+    with pytest.raises(ValueError, match="positive must be bool"):
+        weighted.squared_hinge(x, bits, margin)
+    with pytest.raises(ValueError, match="margin must be"):
+        weighted.squared_hinge(x, bits > 0, margin[:10])
+
+
+def test_the_solver_runs_the_fused_hinge_as_it_ran_forward_and_adjoint(document, operator):
+    from lbdviewer.solvers.image.consistency import SignConsistency
+
+    class Plain:  # the operator without its fused hinge: the solver's generic path
+        def __init__(self, op):
+            self.domain_shape, self.range_shape, self.tie_positive = op.domain_shape, op.range_shape, op.tie_positive
+            self.forward, self.adjoint = op.forward, op.adjoint
+
+    image, features = document
+    fused = SignConsistency(operator, features.bits(), smoothness=5e-5, iterations=3).run()
+    plain = SignConsistency(Plain(operator), features.bits(), smoothness=5e-5, iterations=3).run()
+    np.testing.assert_allclose(fused.objective, plain.objective, rtol=1e-5)
+    np.testing.assert_allclose(fused.bit_consistency, plain.bit_consistency)
+    np.testing.assert_allclose(fused.x, plain.x, atol=1e-4)
+
+
+def test_other_channel_weights_share_the_windows_and_equal_a_fresh_build(document, operator):
+    image, features = document
+    weighted = operator.with_channel_weights((1.0, 4.0, 0.5))
+    fresh = AkazeJointOperator(Model(**features.model_params()), features.keypoints, image.shape,
+                               channel_weights=(1.0, 4.0, 0.5))
+    y = np.random.default_rng(2).standard_normal(operator.range_shape)
+    np.testing.assert_array_equal(weighted.forward(image), fresh.forward(image))
+    np.testing.assert_array_equal(weighted.adjoint(y), fresh.adjoint(y))
+    assert operator.channel_weights == (1.0, 1.0, 1.0) and weighted._windows is operator._windows
+    with pytest.raises(ValueError, match="channel_weights"):
+        operator.with_channel_weights((1.0, -1.0, 1.0))
+
+
+def test_one_thread_and_two_give_the_same_values(operator, document):
+    from lbdviewer._runtime.parallel import numba_threads
+
+    image = document[0]
+    y = np.random.default_rng(6).standard_normal(operator.range_shape)
+    with numba_threads(1):
+        one = operator.forward(image), operator.adjoint(y), len(operator._parts())
+    with numba_threads(2):
+        two = operator.forward(image), operator.adjoint(y), len(operator._parts())
+    assert (one[2], two[2]) == (1, 2)
+    np.testing.assert_array_equal(one[0], two[0])  # each keypoint's cells come from one window
+    np.testing.assert_allclose(one[1], two[1], rtol=1e-5, atol=1e-6)  # the parts' images add in another order
+
+
+def test_windows_merge_while_that_filters_fewer_pixels():
+    from lbdviewer.libraries.akaze.joint import _window_groups
+
+    rng = np.random.default_rng(1)
+    corners = rng.integers(0, 400, size=(60, 2))
+    boxes = np.column_stack([corners[:, 0], corners[:, 0] + rng.integers(10, 40, 60),
+                             corners[:, 1], corners[:, 1] + rng.integers(10, 40, 60)])
+    groups = _window_groups(boxes, overhead=500)
+    members = np.sort(np.concatenate([indices for indices, _ in groups]))
+    np.testing.assert_array_equal(members, np.arange(60))  # every box in exactly one group
+    for indices, (top, bottom, left, right) in groups:
+        inner = boxes[indices]
+        assert top == inner[:, 0].min() and bottom == inner[:, 1].max()  # the group's box is its boxes' bounds
+        assert left == inner[:, 2].min() and right == inner[:, 3].max()
+
+    def cost(boxes_, overhead=500):
+        return sum((b - t) * (r - l) + overhead for t, b, l, r in boxes_)
+
+    merged = cost(box for _, box in groups)
+    assert 1 < len(groups) < 60 and merged < cost(boxes)  # some merged, some apart, fewer pixels
+    assert merged < cost([(boxes[:, 0].min(), boxes[:, 1].max(), boxes[:, 2].min(), boxes[:, 3].max())])
+    for i, (_, box_a) in enumerate(groups):  # no two groups left that would save by merging
+        for _, box_b in groups[i + 1:]:
+            union = (min(box_a[0], box_b[0]), max(box_a[1], box_b[1]), min(box_a[2], box_b[2]),
+                     max(box_a[3], box_b[3]))
+            assert cost([union]) >= cost([box_a, box_b])

@@ -35,25 +35,53 @@ rows the same way).
 
 The filters are separable, applied with zero padding (so the adjoint is the
 filters' transposes, exactly); samples outside a level read zero and count
-for nothing, as the library skips them. One evaluation filters each level
-in use a few times and gathers :math:`K \times 1241` samples. A level is
-filtered only in windows around its samples, one a band of rows whose
-keypoints' windows overlap (text lines far apart make separate bands): the
-values at the samples are those of the whole level. On the dark-mode screen
-sample (540x720, 500 keypoints) that filters 31 % of the levels' pixels and
-takes the solve from 8.5 to 6.4 s (``scripts/bench_invert.py``).
+for nothing, as the library skips them. One evaluation gathers
+:math:`K \times 1241` samples, and a level is filtered only in *windows*
+around its samples: each keypoint's window (its samples and the filters'
+reach) starts alone, and two windows become their bounding box while that
+filters fewer pixels, a window counting ``WINDOW_OVERHEAD`` pixels more (its
+own filter calls), so text lines, columns and isolated keypoints get windows
+of their own; with zero padding the values at the samples are those of the
+whole level. In a window only the Gaussians are filtered (OpenCV): one at
+level 0, whose derivatives read the intensity, two above. AKAZE's
+derivative kernels have 6 nonzero taps of :math:`(2w + 1)^2`, so the
+derivatives are read from those taps at the window's sampled pixels only,
+and the cells summed from the samples, by the compiled kernels of
+:mod:`lbdviewer.libraries.akaze.joint_kernels`; :meth:`AkazeJointOperator.squared_hinge`
+evaluates the sign-consistency data term without the ``(K, 486)`` arrays
+between forward and adjoint, and the windows are dealt to the solvers'
+thread pool. On the dark-mode screen sample (540x720, 500 keypoints) the
+windows hold 592k of the 1.75M pixels of the levels in use (the bands of
+rows before held 949k); forward and adjoint match the plain whole-level
+computation to float rounding, and the solve takes a third of the time
+(2.1-2.5 s against 6.3-7.5 s in two runs), 1.2-1.3 times the grid solve of
+the image instead of 2.8-4.0 times (``scripts/bench_invert.py --rev``).
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import threading
 
+import numba
 import numpy as np
 from scipy import ndimage, sparse
 
+from lbdviewer._runtime.parallel import map_parallel
+
 from lbdviewer.libraries.akaze.grid import comparison_pairs
+from lbdviewer.libraries.akaze.joint_kernels import (add_area_adjoint, read_cells, squared_hinge_cells,
+                                                     write_cells)
 from lbdviewer.libraries.akaze.operator import N_CELLS
 from lbdviewer.libraries.akaze.scale_space import SMOOTH_SIGMA, derivative_kernels, level_sigmas
+
+#: Filtered pixels a separate window must save to be worth its own filter calls: on the dark screen, document
+#: and astronaut samples 2k to 32k evaluate within 10 % of each other, 8k as fast as any; one window a level
+#: (no limit) is 35 % slower on the dark screen.
+WINDOW_OVERHEAD = 8192
+#: Work of one sample next to one pixel through one filter tap (the estimate that deals windows to threads).
+SAMPLE_WORK = 16
 
 
 def _cv2():
@@ -72,80 +100,163 @@ def _gaussian_kernel(sigma):
     return (g / g.sum()).astype(np.float32)
 
 
-def _correlate(image, kernel_x, kernel_y):
-    """``image`` correlated with ``outer(kernel_y, kernel_x)`` (odd lengths, centred), zero outside."""
+def _correlate(image, kernel_x, kernel_y, out=None):
+    """``image`` correlated with ``outer(kernel_y, kernel_x)`` (odd lengths, centred), zero outside (into ``out``).
+
+    A view of a larger array is filtered alone: zero outside the view.
+    """
     cv2 = _cv2()
-    return cv2.sepFilter2D(image, cv2.CV_32F, kernel_x, kernel_y, borderType=cv2.BORDER_CONSTANT)
+    return cv2.sepFilter2D(image, cv2.CV_32F, kernel_x, kernel_y, dst=out, borderType=cv2.BORDER_CONSTANT)
 
 
-class _Level:
-    """One evolution level in use: its block size, filters, window and the sampling of its keypoints' cells.
+def _derivative_taps(size):
+    """The nonzero taps of AKAZE's scaled derivatives of half-width ``size``: ``(w, (d_-, d_+), (s_-, s_0, s_+))``.
 
-    The level is filtered only in its *window*, the rows ``top:bottom`` and
+    :func:`~lbdviewer.libraries.akaze.scale_space.derivative_kernels` is
+    ``[d_-, 0 .. 0, d_+]`` across and ``[s_-, 0 .. s_0 .. 0, s_+]`` along
+    (Scharr's 3 taps at ``size`` 1): the kernels rebuilt from these taps are
+    those kernels exactly.
+
+    Examples
+    --------
+    >>> w, across, along = _derivative_taps(2)
+    >>> w, across.tolist(), [round(v, 4) for v in along.tolist()]
+    (2, [-1.0, 1.0], [0.0469, 0.1563, 0.0469])
+    """
+    derivative, smoothing = derivative_kernels(1, 0, size)
+    w = (len(derivative) - 1) // 2
+    across = np.array([derivative[0], derivative[-1]], dtype=np.float32)
+    along = np.array([smoothing[0], smoothing[w], smoothing[-1]], dtype=np.float32)
+    rebuilt_derivative, rebuilt_smoothing = np.zeros_like(derivative), np.zeros_like(smoothing)
+    rebuilt_derivative[[0, -1]], rebuilt_smoothing[[0, w, -1]] = across, along
+    if not (np.array_equal(rebuilt_derivative, derivative) and np.array_equal(rebuilt_smoothing, smoothing)
+            and np.array_equal(derivative_kernels(0, 1, size), (smoothing, derivative))):
+        raise ValueError(f"AKAZE's derivative kernels of size {size} have other taps: {derivative}, {smoothing}")
+    return w, across, along
+
+
+def _window_groups(boxes, overhead=WINDOW_OVERHEAD):
+    """Keypoints' windows ``(top, bottom, left, right)`` merged greedily into rectangles that filter fewer pixels.
+
+    Two rectangles become their bounding box while that saves pixels, each
+    separate rectangle counting ``overhead`` pixels more (its own filter
+    calls): the merge saving most goes first. Text lines, columns and
+    isolated keypoints thus get windows of their own, and overlapping or
+    nearby ones share one. Returns ``[(indices, box)]``.
+
+    Examples
+    --------
+    >>> boxes = [(0, 10, 0, 10), (5, 15, 5, 15), (100, 110, 100, 110)]
+    >>> [(indices.tolist(), box) for indices, box in _window_groups(boxes, overhead=50)]
+    [([0, 1], (0, 15, 0, 15)), ([2], (100, 110, 100, 110))]
+    >>> len(_window_groups(boxes, overhead=0))  # 15 x 15 is more than twice 10 x 10
+    3
+    """
+    boxes = np.array(boxes, dtype=np.int64).reshape(-1, 4)
+    members = [[i] for i in range(len(boxes))]
+    area = (boxes[:, 1] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 2])
+
+    def savings(i):  # pixels saved by merging box i with each box
+        top, bottom = np.minimum(boxes[:, 0], boxes[i, 0]), np.maximum(boxes[:, 1], boxes[i, 1])
+        left, right = np.minimum(boxes[:, 2], boxes[i, 2]), np.maximum(boxes[:, 3], boxes[i, 3])
+        saved = (area + area[i] + overhead - (bottom - top) * (right - left)).astype(np.float64)
+        saved[i] = -np.inf
+        saved[[j for j in range(len(boxes)) if not members[j]]] = -np.inf
+        return saved
+
+    table = np.array([savings(i) for i in range(len(boxes))]).reshape(len(boxes), len(boxes))
+    while len(boxes) > 1:
+        i, j = np.unravel_index(np.argmax(table), table.shape)
+        if not table[i, j] > 0:
+            break
+        i, j = min(i, j), max(i, j)
+        boxes[i] = (min(boxes[i, 0], boxes[j, 0]), max(boxes[i, 1], boxes[j, 1]),
+                    min(boxes[i, 2], boxes[j, 2]), max(boxes[i, 3], boxes[j, 3]))
+        area[i] = (boxes[i, 1] - boxes[i, 0]) * (boxes[i, 3] - boxes[i, 2])
+        members[i] += members[j]
+        members[j] = []
+        table[j, :] = table[:, j] = -np.inf
+        table[i, :] = table[:, i] = savings(i)
+    return [(np.sort(np.asarray(m, dtype=int)), tuple(int(v) for v in boxes[i])) for i, m in enumerate(members) if m]
+
+
+class _Window:
+    """A window of one evolution level: its filters, its keypoints and the sampling of their cells.
+
+    The level is filtered only in the window, the rows ``top:bottom`` and
     columns ``left:right`` of the level that its samples and the filters
     reaching them span (``reach``), cut at the level's border: with zero
     padding, the filtered values at the samples are those of the whole
-    level. ``sampling`` is the sparse ``(window pixels, keypoints x 29)``
-    matrix of the cells' sample weights: a cell's value is ``sampling.T @ channel``.
+    level. The samples read the window's distinct *sampled pixels*
+    (``pixel_rows, pixel_cols``); CSR row ``k * 29 + c`` of ``indptr,
+    indices, weights`` holds cell ``c`` of keypoint ``keypoints[k]``'s sample
+    weights on them (see :mod:`lbdviewer.libraries.akaze.joint_kernels`).
     """
 
     def __init__(self, level, power, level_shape, intensity_sigma, derivative_sigma, size, keypoints, co, si):
         self.level, self.power, self.level_shape = level, power, level_shape
         self.intensity = _gaussian_kernel(intensity_sigma)  # the derivatives read the intensity at level 0
         self.smoothing = self.intensity if derivative_sigma == intensity_sigma else _gaussian_kernel(derivative_sigma)
-        self.dx = tuple(k.astype(np.float32) for k in derivative_kernels(1, 0, size))
-        self.dy = tuple(k.astype(np.float32) for k in derivative_kernels(0, 1, size))
-        self.flipped = tuple(tuple(np.ascontiguousarray(k[::-1]) for k in kernel) for kernel in (self.dx, self.dy))
+        self.taps = _derivative_taps(size)  # (w, across, along)
         self.keypoints = keypoints
-        half = [(len(k) - 1) // 2 for k in (self.intensity, self.smoothing, *self.dx, *self.dy)]
-        self.reach = max(half[0], half[1] + max(half[2:]))  # level pixels a sample reads through the filters
-        self.co, self.si = co[:, None].astype(np.float32), si[:, None].astype(np.float32)
+        half_intensity, half_smoothing = ((len(k) - 1) // 2 for k in (self.intensity, self.smoothing))
+        self.reach = max(half_intensity, half_smoothing + self.taps[0])  # level pixels a sample reads
+        self.co, self.si = co.astype(np.float32), si.astype(np.float32)
+        self._scratch = threading.local()
 
     def set_sampling(self, rows, cols, weights, columns):
-        """Place the window around the samples at ``(rows, cols)`` (inside the level) and build ``sampling``."""
+        """Place the window around the samples at ``(rows, cols)`` (inside the level) and build the sampling."""
         reach, (height, width) = self.reach, self.level_shape
         if not len(rows):  # no sample inside the level: a one-pixel window that reads nothing
-            rows = cols = np.zeros(0, dtype=int)
-            reach = 0
             self.top, self.bottom, self.left, self.right = 0, 1, 0, 1
         else:
             self.top, self.bottom = max(int(rows.min()) - reach, 0), min(int(rows.max()) + reach + 1, height)
             self.left, self.right = max(int(cols.min()) - reach, 0), min(int(cols.max()) + reach + 1, width)
         self.shape = (self.bottom - self.top, self.right - self.left)
-        pixels = (rows - self.top) * self.shape[1] + (cols - self.left)
-        self.sampling = sparse.coo_matrix((weights, (pixels, columns)),
-                                          shape=(self.shape[0] * self.shape[1],
-                                                 len(self.keypoints) * N_CELLS)).tocsr()
-        self.sampling_t = self.sampling.T.tocsr()
+        pixels, where = np.unique((rows - self.top) * self.shape[1] + (cols - self.left), return_inverse=True)
+        self.pixel_rows, self.pixel_cols = (v.astype(np.int64) for v in np.divmod(pixels, self.shape[1]))
+        sampling = sparse.csr_matrix((np.asarray(weights, dtype=np.float32), (columns, where.ravel())),
+                                     shape=(len(self.keypoints) * N_CELLS, len(pixels)))
+        sampling.sum_duplicates()
+        self.indptr, self.indices = sampling.indptr.astype(np.int64), sampling.indices.astype(np.int64)
+        self.weights = sampling.data.astype(np.float32)
+        taps = len(self.intensity) + (0 if self.smoothing is self.intensity else len(self.smoothing))
+        self.work = self.shape[0] * self.shape[1] * taps + SAMPLE_WORK * len(self.weights)
 
+    def _arrays(self):
+        """Four float32 arrays of the window's shape for the calling thread, made at its first call (reused after)."""
+        arrays = getattr(self._scratch, "arrays", None)
+        if arrays is None:
+            arrays = self._scratch.arrays = [np.empty(self.shape, dtype=np.float32) for _ in range(4)]
+        return arrays
 
-def _row_bands(rows, inside, reach):
-    """Keypoints grouped into bands of level rows whose windows (rows ``reach`` beyond the samples) overlap.
+    def read(self, level, out):
+        """Write the cells of the window's keypoints, read from the level image ``level``, into ``out`` (K, 29, 3)."""
+        window = level[self.top:self.bottom, self.left:self.right]
+        arrays = self._arrays()
+        intensity = _correlate(window, self.intensity, self.intensity, arrays[0])
+        smoothed = intensity if self.smoothing is self.intensity else _correlate(window, self.smoothing,
+                                                                                 self.smoothing, arrays[1])
+        read_cells(intensity, smoothed, self.pixel_rows, self.pixel_cols, *self.taps, self.indptr, self.indices,
+                   self.weights, self.keypoints, self.co, self.si, out)
 
-    ``rows`` and ``inside`` are ``(K, S)``: each keypoint's sample rows and
-    which samples lie inside the level. Keypoints with no sample inside join
-    the first band. Returns a list of index arrays, one a band.
-
-    Examples
-    --------
-    >>> rows = np.array([[10, 20], [25, 30], [90, 99], [0, 0]])
-    >>> inside = np.array([[True, True], [True, True], [True, True], [False, False]])
-    >>> [band.tolist() for band in _row_bands(rows, inside, 4)]
-    [[0, 1, 3], [2]]
-    """
-    spans = [(int(r[k].min()), int(r[k].max())) if k.any() else None for r, k in zip(rows, inside)]
-    order = sorted((span, i) for i, span in enumerate(spans) if span is not None)
-    bands, last = [], None
-    for (low, high), i in order:
-        if last is None or low - reach > last + reach:
-            bands.append([])
-        bands[-1].append(i)
-        last = high if last is None or low - reach > last + reach else max(last, high)
-    empty = [i for i, span in enumerate(spans) if span is None]
-    if not bands:
-        return [np.asarray(empty, dtype=int)]
-    bands[0] += empty
-    return [np.sort(np.asarray(band, dtype=int)) for band in bands]
+    def write(self, grads, out):
+        """Add the transpose of :meth:`read` of the cell gradients ``grads`` (K, 29, 3) to the level-0 image ``out``."""
+        intensity, smoothed, filtered, more = self._arrays()
+        intensity.fill(0.0)
+        if self.smoothing is self.intensity:
+            smoothed = intensity
+        else:
+            smoothed.fill(0.0)
+        write_cells(grads, self.keypoints, self.co, self.si, self.indptr, self.indices, self.weights, self.pixel_rows,
+                    self.pixel_cols, *self.taps, intensity, smoothed)
+        level = _correlate(intensity, self.intensity, self.intensity, filtered)  # the Gaussians are symmetric
+        if smoothed is not intensity:
+            level += _correlate(smoothed, self.smoothing, self.smoothing, more)
+        if self.power == 1:
+            out[self.top:self.bottom, self.left:self.right] += level
+        else:
+            add_area_adjoint(level, self.power, self.top, self.left, out)
 
 
 class AkazeJointOperator:
@@ -181,10 +292,7 @@ class AkazeJointOperator:
     tie_positive = False
 
     def __init__(self, model, keypoints, image_shape, *, channel_weights=(1.0, 1.0, 1.0)):
-        weights = np.asarray(channel_weights, dtype=np.float64)
-        if weights.shape != (3,) or not np.all(np.isfinite(weights) & (weights > 0)):
-            raise ValueError(f"channel_weights must be three positive numbers, got {channel_weights!r}")
-        self.channel_weights = tuple(float(w) for w in weights)
+        self._set_channel_weights(channel_weights)
         height, width = (int(v) for v in image_shape)
         self.domain_shape, self.range_shape = (height, width), (len(keypoints), 486)
         plan = level_sigmas(model.n_octaves, model.n_sublevels, (height, width))
@@ -194,13 +302,13 @@ class AkazeJointOperator:
                              f"{len(plan)} levels")
         pairs = comparison_pairs()
         self._pairs = pairs
+        self._first, self._second = (np.ascontiguousarray(pairs[:, i], dtype=np.int64) for i in range(2))
         self.test_channels = pairs[:, 0] % 3  # a pair compares two cells of one channel: index 3 cell + channel
-        self._test_weights = weights[self.test_channels].astype(np.float32)
         differences = np.zeros((3 * N_CELLS, len(pairs)), dtype=np.float32)  # cell values -> measurements
         differences[pairs[:, 0], np.arange(len(pairs))] = 1.0
         differences[pairs[:, 1], np.arange(len(pairs))] = -1.0
         self._differences = sparse.csr_matrix(differences)
-        self._levels = []
+        self._windows = []
         for e in np.unique(levels):
             octave, _, esigma, size = plan[e]
             power = 1 << octave
@@ -213,14 +321,51 @@ class AkazeJointOperator:
             previous = plan[e - 1][2] if e > 0 else 0.0
             derivative_sigma = math.hypot(previous / power, SMOOTH_SIGMA) if e > 0 else esigma / power
             filters = (int(e), power, shape, esigma / power, derivative_sigma, size)
-            reach = _Level(*filters, here, co[here], si[here]).reach
-            for band in _row_bands(r, inside, reach):  # text lines far apart: each band filtered alone
-                lv = _Level(*filters, here[band], co[here[band]], si[here[band]])
-                columns = np.arange(len(band))[:, None] * N_CELLS + cells[None, :]
-                kept = inside[band]
-                lv.set_sampling(r[band][kept], q[band][kept], weights[band][kept].astype(np.float32), columns[kept])
-                self._levels.append(lv)
+            reach = _Window(*filters, here, co[here], si[here]).reach
+            for group in self._groups(r, q, inside, reach, shape):  # text lines, columns, ...: each filtered alone
+                lv = _Window(*filters, here[group], co[here[group]], si[here[group]])
+                columns = np.arange(len(group))[:, None] * N_CELLS + cells[None, :]
+                kept = inside[group]
+                lv.set_sampling(r[group][kept], q[group][kept], weights[group][kept], columns[kept])
+                self._windows.append(lv)
         self._covered = self._footprint()
+        self._dealt = (0, [])
+
+    @staticmethod
+    def _groups(rows, cols, inside, reach, shape):
+        """A level's keypoints grouped by window (:func:`_window_groups`); those with no sample inside join the first."""
+        present = np.flatnonzero(inside.any(axis=1))
+        boxes = [(max(int(rows[k][inside[k]].min()) - reach, 0), min(int(rows[k][inside[k]].max()) + reach + 1, shape[0]),
+                  max(int(cols[k][inside[k]].min()) - reach, 0), min(int(cols[k][inside[k]].max()) + reach + 1, shape[1]))
+                 for k in present]
+        groups = [present[indices] for indices, _ in _window_groups(boxes)] or [np.zeros(0, dtype=int)]
+        groups[0] = np.sort(np.concatenate([groups[0], np.flatnonzero(~inside.any(axis=1))]))
+        return groups
+
+    def _set_channel_weights(self, channel_weights):
+        weights = np.asarray(channel_weights, dtype=np.float64)
+        if weights.shape != (3,) or not np.all(np.isfinite(weights) & (weights > 0)):
+            raise ValueError(f"channel_weights must be three positive numbers, got {channel_weights!r}")
+        self.channel_weights = tuple(float(w) for w in weights)
+
+    @property
+    def _test_weights(self):
+        return np.asarray(self.channel_weights, dtype=np.float32)[self.test_channels]
+
+    def with_channel_weights(self, channel_weights):
+        """The same operator with other ``channel_weights`` (sharing its windows: nothing is built again).
+
+        Examples
+        --------
+        >>> from lbdviewer.features.keypoints import Keypoints
+        >>> from lbdviewer.libraries.akaze.model import Model
+        >>> op = AkazeJointOperator(Model(), Keypoints([40.0], [30.0], [4.8], [0.0], [0]), (64, 80))
+        >>> op.with_channel_weights((1.0, 2.0, 3.0)).channel_weights, op.channel_weights
+        ((1.0, 2.0, 3.0), (1.0, 1.0, 1.0))
+        """
+        other = copy.copy(self)
+        other._set_channel_weights(channel_weights)
+        return other
 
     @property
     def shape(self):
@@ -239,8 +384,9 @@ class AkazeJointOperator:
     def _footprint(self):
         height, width = self.domain_shape
         covered = np.zeros(self.domain_shape, dtype=bool)
-        for lv in self._levels:
-            sampled = (lv.sampling.getnnz(axis=1) > 0).reshape(lv.shape)
+        for lv in self._windows:
+            sampled = np.zeros(lv.shape, dtype=bool)
+            sampled[lv.pixel_rows, lv.pixel_cols] = True
             hit = ndimage.maximum_filter(sampled, size=2 * lv.reach + 1, mode="constant", cval=False)
             blocks = np.kron(hit, np.ones((lv.power, lv.power), dtype=bool))
             top, left = lv.top * lv.power, lv.left * lv.power
@@ -248,75 +394,151 @@ class AkazeJointOperator:
             covered[top:top + blocks.shape[0], left:left + blocks.shape[1]] |= blocks
         return covered
 
-    @staticmethod
-    def _area(x, power, shape):
-        """``A_p x``: means over ``p x p`` blocks (the level's shape)."""
-        h, w = shape
-        if power == 1:
-            return x[:h, :w]
-        return x[:h * power, :w * power].reshape(h, power, w, power).mean(axis=(1, 3), dtype=np.float32)
+    def _levels(self, x):
+        """``A_p x`` for every block size ``p`` in use: means over ``p x p`` blocks (``INTER_AREA`` by a whole factor)."""
+        levels = {}
+        for lv in self._windows:
+            if lv.power not in levels:
+                (h, w), p = lv.level_shape, lv.power
+                levels[p] = x[:h, :w] if p == 1 else _cv2().resize(x[:h * p, :w * p], (w, h),
+                                                                     interpolation=_cv2().INTER_AREA)
+        return levels
 
-    @staticmethod
-    def _window(area, lv):
-        """The level's window of its level image ``area``."""
-        return np.ascontiguousarray(area[lv.top:lv.bottom, lv.left:lv.right])
-
-    @staticmethod
-    def _area_adjoint(g, lv, out):
-        """Add ``A_p^T`` of the window's ``g`` to the level-0 image ``out``."""
-        p = lv.power
-        rows, cols = slice(lv.top * p, lv.bottom * p), slice(lv.left * p, lv.right * p)
-        out[rows, cols] += g if p == 1 else np.repeat(np.repeat(g / (p * p), p, axis=0), p, axis=1)
-
-    @staticmethod
-    def _channels(level, lv):
-        """The level's intensity and the two derivatives it samples, from its level image."""
-        intensity = _correlate(level, lv.intensity, lv.intensity)
-        smoothed = intensity if lv.smoothing is lv.intensity else _correlate(level, lv.smoothing, lv.smoothing)
-        return intensity, _correlate(smoothed, *lv.dx), _correlate(smoothed, *lv.dy)
+    def _parts(self):
+        """The windows dealt to ``numba.get_num_threads()`` threads: the most work first, each to the least loaded."""
+        n_threads = numba.get_num_threads()
+        if self._dealt[0] != n_threads:
+            parts, loads = [[] for _ in range(n_threads)], np.zeros(n_threads)
+            for lv in sorted(self._windows, key=lambda lv: -lv.work):
+                lightest = int(np.argmin(loads))
+                parts[lightest].append(lv)
+                loads[lightest] += lv.work
+            self._dealt = (n_threads, [part for part in parts if part])
+        return self._dealt[1]
 
     def cell_values(self, x):
         """The ``(K, 29, 3)`` cell values of image ``x`` (intensity, turned derivatives)."""
         x = np.ascontiguousarray(np.asarray(x, dtype=np.float32).reshape(self.domain_shape))
         out = np.zeros((self.range_shape[0], N_CELLS, 3), dtype=np.float32)
-        areas = {}  # one block average an octave
-        for lv in self._levels:
-            if lv.power not in areas:
-                areas[lv.power] = self._area(x, lv.power, lv.level_shape)
-            channels = self._channels(self._window(areas[lv.power], lv), lv)
-            intensity, dx, dy = ((lv.sampling_t @ c.ravel()).reshape(-1, N_CELLS) for c in channels)
-            out[lv.keypoints, :, 0] = intensity
-            out[lv.keypoints, :, 1] = -dx * lv.si + dy * lv.co
-            out[lv.keypoints, :, 2] = dx * lv.co + dy * lv.si
+        levels = self._levels(x)
+
+        def read(part):  # a keypoint's cells come from one window: the parts write apart
+            for lv in part:
+                lv.read(levels[lv.power], out)
+
+        map_parallel(read, self._parts())
         return out
 
     def forward(self, x):
         """``(H, W)`` image to the ``(K, 486)`` differences ``v_a - v_b``."""
         values = self.cell_values(x).reshape(self.range_shape[0], 3 * N_CELLS)
-        return (values[:, self._pairs[:, 0]] - values[:, self._pairs[:, 1]]) * self._test_weights
+        return (values[:, self._first] - values[:, self._second]) * self._test_weights
 
     def margins(self, x):
         """The differences whose signs are the bits (no thresholds): :meth:`forward`."""
         return self.forward(x)
 
+    def _cells_adjoint(self, grads):
+        """The ``(H, W)`` image of the transpose of :meth:`cell_values` applied to ``grads`` (K, 29, 3)."""
+        grads = np.ascontiguousarray(grads, dtype=np.float32).reshape(self.range_shape[0], N_CELLS, 3)
+
+        def write(part):  # windows overlap: each part adds into an image of its own
+            out = np.zeros(self.domain_shape, dtype=np.float32)
+            for lv in part:
+                lv.write(grads, out)
+            return out
+
+        images = map_parallel(write, self._parts())
+        for image in images[1:]:
+            images[0] += image
+        return images[0]
+
     def adjoint(self, y):
         """``(K, 486)`` to the ``(H, W)`` image ``A^T y``."""
         y = np.asarray(y, dtype=np.float32).reshape(self.range_shape) * self._test_weights
-        grads = np.asarray(self._differences @ y.T).T.reshape(-1, N_CELLS, 3)
-        out = np.zeros(self.domain_shape, dtype=np.float32)
-        for lv in self._levels:
-            g = grads[lv.keypoints]
-            g0, g1, g2 = g[..., 0], g[..., 1], g[..., 2]
-            planes = [(lv.sampling @ values.ravel()).astype(np.float32).reshape(lv.shape)
-                      for values in (g0, -g1 * lv.si + g2 * lv.co, g1 * lv.co + g2 * lv.si)]
-            smoothed = _correlate(planes[1], *lv.flipped[0]) + _correlate(planes[2], *lv.flipped[1])
-            if lv.smoothing is lv.intensity:
-                level = _correlate(planes[0] + smoothed, lv.intensity, lv.intensity)
-            else:
-                level = _correlate(planes[0], lv.intensity, lv.intensity) + _correlate(smoothed, lv.smoothing,
-                                                                                        lv.smoothing)
-            self._area_adjoint(level, lv, out)
-        return out
+        return self._cells_adjoint(np.asarray(self._differences @ y.T).T)
+
+    def block_bits(self, positive):
+        """Target bits as :meth:`squared_hinge` reads them: ``+1.0`` or ``-1.0``, float32, ``(K, 486)``.
+
+        Parameters
+        ----------
+        positive : ndarray of bool, shape (K, 486), or of uint8, shape (K, 61)
+            Bits (True = +1), or the same packed least-significant first.
+
+        Examples
+        --------
+        >>> from lbdviewer.features.keypoints import Keypoints
+        >>> from lbdviewer.libraries.akaze.model import Model
+        >>> op = AkazeJointOperator(Model(), Keypoints([40.0], [30.0], [4.8], [0.0], [0]), (64, 80))
+        >>> op.block_bits(np.packbits(np.arange(486) < 3, bitorder="little")[None])[0, 1:5].tolist()
+        [1.0, 1.0, -1.0, -1.0]
+        """
+        k, m = self.range_shape
+        positive = np.asarray(positive)
+        if positive.dtype == np.uint8 and positive.shape == (k, (m + 7) // 8):
+            positive = np.unpackbits(positive, axis=1, count=m, bitorder="little").astype(bool)
+        if positive.dtype != bool or positive.shape != (k, m):
+            raise ValueError(f"positive must be bool of shape {(k, m)} or packed uint8 of shape {(k, (m + 7) // 8)}, "
+                             f"got {positive.dtype} of shape {positive.shape}")
+        return np.where(positive, np.float32(1.0), np.float32(-1.0))
+
+    def squared_hinge(self, x, positive, margin, *, orientation=None, atol=1e-5):
+        r"""Squared hinge of the bits, its gradient and the bits reproduced, in one pass.
+
+        .. math::  h(x) = \sum_{k,i} \big[\delta_{ki} - s_{ki} (A x)_{ki}\big]_+^2, \qquad
+                   \nabla h = A^T\big(-2\, s \odot [\delta - s \odot A x]_+\big),
+
+        :math:`s = \pm 1` the bits and :math:`\delta` the margin on the strict
+        side of each test (none on the side that takes ties): the value and
+        gradient of :meth:`forward` then :meth:`adjoint` (the generic path of
+        :class:`~lbdviewer.solvers.image.consistency.SignConsistency`),
+        without the ``(K, 486)`` arrays in between.
+
+        Parameters
+        ----------
+        x : array_like, shape (H, W)
+        positive : ndarray
+            Target bits: bool ``(K, 486)``, packed uint8 ``(K, 61)`` or, the
+            form to pass when the same bits are evaluated many times,
+            :meth:`block_bits` of either.
+        margin : float or array_like, shape (486,) or (1, 486)
+        orientation : None
+            Oriented margins are not modelled here.
+        atol : float
+            Tie tolerance of the bit count.
+
+        Returns
+        -------
+        value : float
+        gradient : ndarray of float32, shape (H, W)
+        agree : int
+            Bits of ``sign(A x)`` (ties per :attr:`tie_positive`) equal to the target.
+
+        Examples
+        --------
+        >>> from lbdviewer.features.keypoints import Keypoints
+        >>> from lbdviewer.libraries.akaze.model import Model
+        >>> op = AkazeJointOperator(Model(), Keypoints([40.0], [30.0], [4.8], [0.0], [0]), (64, 80))
+        >>> value, gradient, agree = op.squared_hinge(np.full((64, 80), 0.5), np.ones((1, 486), bool), 0.5)
+        >>> round(value, 4), gradient.shape, agree
+        (121.5, (64, 80), 0)
+        """
+        if orientation is not None:
+            raise ValueError("AkazeJointOperator.squared_hinge takes no orientation, got one")
+        k, m = self.range_shape
+        positive = np.asarray(positive)
+        signs = positive if positive.dtype == np.float32 and positive.shape == (k, m) else self.block_bits(positive)
+        try:
+            margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float32), (1, m))[0])
+        except ValueError:
+            raise ValueError(f"margin must be a number or have shape ({m},) or (1, {m}), got "
+                             f"{np.shape(margin)}") from None
+        values = self.cell_values(x).reshape(k, 3 * N_CELLS)
+        grads = np.zeros_like(values)
+        value, agree = squared_hinge_cells(values, self._first, self._second, self._test_weights,
+                                           np.ascontiguousarray(signs), margin, float(atol), self.tie_positive, grads)
+        return float(value), self._cells_adjoint(grads), int(agree)
 
 
 def balanced_channel_weights(operator, *, probes=8, seed=0):
