@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import shutil
 import sys
 import time
@@ -112,8 +113,8 @@ def grid_runs(image, offset, modes, method, iterations, rev):
 def _feature_library(rev):
     """``(extract_features, invert_features, show)`` of the working tree or of ``rev`` (either package layout).
 
-    ``show`` is the display rule as that version drew an inversion: the working
-    tree's puts uncovered pixels at the covered median; older revisions drew them black.
+    ``show`` is the display rule as that version drew an inversion: uncovered pixels at
+    the covered median where its display rule has ``uncovered="neutral"``, else black.
     """
     if not rev:
         from lbdviewer.features.extract import extract_features
@@ -135,9 +136,10 @@ def _feature_library(rev):
         raise ImportError(f"{rev} has none of {names}")
 
     stretch = load("evaluation.display:display_stretch", "display:display_stretch")
+    drawn = {"uncovered": "neutral"} if "uncovered" in inspect.signature(stretch).parameters else {}
     return (load("features.extract:extract_features", "commands.extract:extract_features"),
             load("features.invert:invert_features", "inversion:invert_features"),
-            lambda result: stretch(result.image, mask=result.covered).image)
+            lambda result: stretch(result.image, mask=result.covered, **drawn).image)
 
 
 def feature_runs(image, case, iterations, rev=None):
