@@ -3,7 +3,7 @@
 The reference is the joint grid solve of the same image (BRIEF, 32x32
 patches, offset 8, defaults: :func:`lbdviewer.reconstruction.image.reconstruct_image`). Each
 feature file is written first by the real library (``lbdviewer extract``:
-ORB's detector, ``--keypoints`` of them), then inverted with
+the library's detector, ``--keypoints`` of them), then inverted with
 :func:`lbdviewer.features.invert.invert_features` (joint, defaults). The machine's
 speed drifts (by 30 % and far more when it is shared), so everything runs in
 one process, after a warm-up round, as ``grid, row 1, grid, row 2, ..., grid``,

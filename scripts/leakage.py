@@ -42,7 +42,7 @@ def print_record(path):
     """Print the table of a ``leakage`` figure's run record (null scores shown as NaN)."""
     record = read_sidecar(path)
     parameters = record["parameters"]
-    print(f"{record['source']['name']}, {parameters['keypoints']} keypoints (ORB's detector), "
+    print(f"{record['source']['name']}, {parameters['keypoints']} keypoints (each library's detector), "
           f"quick {parameters['quick']}, from {path}\n")
     rows = [SimpleNamespace(**{key: float("nan") if value is None and key in ("correlation", "bit_consistency")
                                else value for key, value in entry.items()}) for entry in record["extra"]["table"]]
@@ -66,7 +66,7 @@ def main(argv=None):
     rows = compare_descriptors(sample_image(args.image), args.descriptors, n_keypoints=args.keypoints,
                                text_image=None if args.no_ocr else sample_image("book-titles"),
                                titles=BOOK_TITLES, ocr=not args.no_ocr)
-    print(f"{args.image}, {args.keypoints} keypoints (ORB's detector), joint inversion of each feature file\n")
+    print(f"{args.image}, {args.keypoints} keypoints (each library's detector), joint inversion of each feature file\n")
     print(table(rows))
     for row in rows:
         save_png(outdir / f"{row.descriptor}.png", display_stretch(row.reconstruction, mask=row.covered).image)

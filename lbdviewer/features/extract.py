@@ -17,8 +17,10 @@ MIN_SIDE = 2 * 31 + 1
 def extract_features(image, descriptor, *, n_keypoints=500, name="image", image_sha256=None):
     """Detect keypoints and describe them with the library of ``descriptor``.
 
-    Keypoints come from OpenCV's ORB detector (FAST + Harris over the pyramid);
-    the library of ``descriptor`` then describes them, as an app built on it would.
+    Keypoints come from the library's detector (AKAZE's and BRISK's own; OpenCV's
+    ORB detector, FAST + Harris over the pyramid, for the others), the
+    ``n_keypoints`` strongest; the library of ``descriptor`` then describes
+    them, as an app built on it would.
 
     Parameters
     ----------

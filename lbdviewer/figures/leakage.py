@@ -148,11 +148,12 @@ def leakage_spec(image, rows, *, source_name, n_keypoints, quick=False):
                   f"OCR: of the {len(BOOK_TITLES)} title lines of the book-titles sample, how many tesseract reads "
                   f"from the reconstruction of that sample's own feature file (shown by the same rule)")
     facts = "; ".join(f"{letter(k + 1)} {panel_facts(row)}" for k, row in enumerate(rows))
-    caption = (f"Which descriptor leaks most? (a) {source_name}: each library describes it at its default settings "
-               f"(ORB's detector, up to {n_keypoints} keypoints), the feature file is written, read back and "
-               f"inverted alone (joint solve); most correlated first: {facts}. $r$: Pearson correlation with the "
-               f"original over the covered pixels; coverage: share of pixels some keypoint's patch covers (the rest "
-               f"drawn at the covered median); {legibility}. Reconstructions shown with the gain and offset fitted "
+    caption = (f"Which descriptor leaks most? (a) {source_name}: each library detects and describes it at its default "
+               f"settings (AKAZE and BRISK with their own detectors, the others with ORB's; up to {n_keypoints} "
+               f"keypoints), the feature file is written, read back and inverted alone (joint solve); most "
+               f"correlated first: {facts}. $r$: Pearson correlation with the original over the covered pixels; "
+               f"coverage: share of pixels some keypoint's patch covers (the rest drawn at the covered median); "
+               f"{legibility}. Reconstructions shown with the gain and offset fitted "
                f"to the original, mean and spread matched."
                + (" Quick preview: a crop, few keypoints and iterations." if quick else ""))
     # one row: the engine cuts it into even rows for the width (three of three at two columns, 300 dpi)
