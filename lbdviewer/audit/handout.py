@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import datetime
 import os
-import textwrap
 from pathlib import Path
 
 import matplotlib
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import FancyBboxPatch
+from matplotlib.textpath import TextToPath
 
 from lbdviewer.audit.plots import draw_correlation_by_descriptor
 from lbdviewer.audit.results import has_text, is_legible, leak_order, lines_read_back, summarise, text_lines
@@ -37,17 +38,38 @@ A4 = (8.27, 11.69)
 ROWS_PER_PAGE = 5
 RISK_COLOURS = {"high": "#b91c1c", "medium": "#b45309", "low": "#15803d"}
 MARGIN = 0.07  # of the page width, each side
+_MEASURE = TextToPath()
 
 
 def _page():
     return Figure(figsize=A4, facecolor="white")
 
 
-def _text(figure, y, text, *, size=8, weight="normal", colour="#1f2933", width=110, x=MARGIN, gap=1.45):
-    """Wrapped text from the top at ``y`` (figure fraction); returns the ``y`` below it."""
+def _wrap(paragraph, font, width):
+    """``paragraph`` cut at spaces into lines at most ``width`` points wide in ``font`` (a longer word alone)."""
+    def fits(line):
+        return _MEASURE.get_text_width_height_descent(line, font, ismath=False)[0] <= width
+
+    lines = []
+    for word in paragraph.split():
+        if lines and fits(f"{lines[-1]} {word}"):
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _text(figure, y, text, *, size=8, weight="normal", colour="#1f2933", x=MARGIN, gap=1.45):
+    """Text from the top at ``y`` (figure fraction), wrapped at the right margin; returns the ``y`` below it.
+
+    Lines are measured in the font they are drawn in (capitals are wider
+    than a count of characters allows: OCR text in capitals ran past the page).
+    """
+    font = FontProperties(size=size, weight=weight)
+    width = (1.0 - MARGIN - x) * A4[0] * 72.0  # points
     lines = []
     for paragraph in str(text).split("\n"):
-        lines.extend(textwrap.wrap(paragraph, width=width) or [""])
+        lines.extend(_wrap(paragraph, font, width))
     figure.text(x, y, "\n".join(lines), fontsize=size, weight=weight, color=colour, va="top", ha="left",
                 linespacing=gap)
     return y - len(lines) * size * gap / 72.0 / A4[1] - 0.006
@@ -64,7 +86,7 @@ def _badge(figure, x, y, level):
 def _summary_page(title, summary, points, settings, rows):
 
     figure = _page()
-    y = _text(figure, 0.95, title, size=17, weight="bold", width=60)
+    y = _text(figure, 0.95, title, size=17, weight="bold")
     ok = [row for row in rows if row["status"] == "ok"]
     y = _text(figure, y, f"{len({row['input'] for row in rows})} inputs, {len(summary)} descriptors, "
                          f"{sum(row['status'] != 'ok' for row in rows)} errors; legible text read back in "
@@ -74,7 +96,7 @@ def _summary_page(title, summary, points, settings, rows):
     if ranking:
         worst = ranking[0]
         y = _text(figure, y - 0.01, f"{worst['descriptor']} leaks most: {worst['risk']} risk, "
-                                    f"{worst['risk_reason']}.", size=11, weight="bold", width=80)
+                                    f"{worst['risk_reason']}.", size=11, weight="bold")
     y -= 0.01
     for item in ranking:
         _badge(figure, MARGIN, y, item["risk"])
@@ -87,7 +109,7 @@ def _summary_page(title, summary, points, settings, rows):
                 + (f"{item['legible']} of {item['with_text']} documents" if item["with_text"] else
                    "none (no text in the originals)")
                 + "\nRecommendation: " + ("no defence measured" if advice is None else advice["text"]) + ".")
-        y = _text(figure, y - 0.016, text, width=100, x=MARGIN + 0.075) - 0.008
+        y = _text(figure, y - 0.016, text, x=MARGIN + 0.075) - 0.008
     if any(row["correlation"] is not None for row in ok):
         axes = figure.add_axes([MARGIN + 0.05, y - 0.25, 0.45, 0.22])
         draw_correlation_by_descriptor(axes, rows)
@@ -95,19 +117,18 @@ def _summary_page(title, summary, points, settings, rows):
             axes.spines[side].set_visible(False)
         y -= 0.29
     y = _text(figure, y - 0.005, f"Risk rule. {RULE} Correlation is Pearson's, between the rebuilt and the "
-                                 f"original image over the pixels the keypoints cover.", size=7, colour="#6b7785",
-              width=125)
+                                 f"original image over the pixels the keypoints cover.", size=7, colour="#6b7785")
     if not points:
         y = _text(figure, y, "Defences were not measured: lbdviewer audit INPUT... -o DIR --defence "
                              "keep-keypoints-aware:0.5 --defence rr:eps=1,2 measures what each costs in matching.",
-                  size=7, colour="#6b7785", width=125)
+                  size=7, colour="#6b7785")
     last = settings[-1] if settings else {}
     lines = [f"Descriptors: {', '.join(last.get('descriptors', [])) or '–'}; keypoints per image: "
              f"{last.get('keypoints', '–')}; mode {last.get('mode', '–')}, iterations "
              f"{last.get('iterations') or 'default'}; OCR: {last.get('ocr', '–')}; defences: "
              f"{', '.join(last.get('defences', [])) or 'none'}; ran on {last.get('ran_on', '–')}.",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in (last.get("versions") or {}).items() if v)]
-    _text(figure, max(y - 0.02, 0.16), "Run settings\n" + "\n".join(lines), size=7, colour="#6b7785", width=125)
+    _text(figure, max(y - 0.02, 0.16), "Run settings\n" + "\n".join(lines), size=7, colour="#6b7785")
     return figure
 
 
@@ -170,7 +191,7 @@ def _rows_page(rows, folder, number, total):
                       f"rebuilt: {' / '.join(text_lines(row.get('ocr_reconstruction')))}"]
         else:
             lines.append("no legible text in the original")
-        _text(figure, top - 0.012, "\n".join(lines), size=7.5, x=MARGIN + 0.42, width=78)
+        _text(figure, top - 0.012, "\n".join(lines), size=7.5, x=MARGIN + 0.42)
     return figure
 
 

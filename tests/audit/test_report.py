@@ -122,3 +122,25 @@ def test_ctrl_c_prints_interrupted_and_no_worker_traceback(tmp_path, mixed):
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130
     assert "lbdviewer: interrupted" in err and "Traceback" not in err, err
+
+
+def test_handout_text_in_capitals_stays_inside_the_right_margin():
+    """OCR text in capitals is wider than a count of characters allows: lines are measured in their font."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from lbdviewer.audit.handout import MARGIN, _page, _text
+    from lbdviewer.figures.style import style_context
+
+    text = "original: " + " / ".join(["IDENTITY CARD", "SURNAME MARTIN", "GIVEN NAMES CLAIRE ANNE",
+                                      "NATIONALITY FRENCH", "PLACE OF BIRTH LYON", "ISSUED BY PREFECTURE DU RHONE"])
+    with style_context():
+        figure = _page()
+        for x in (MARGIN, MARGIN + 0.42):  # the page's full width and the rows' text column
+            _text(figure, 0.9, text, size=7.5, x=x)
+        renderer = FigureCanvasAgg(figure).get_renderer()
+        right = (1.0 - MARGIN) * figure.bbox.width
+        for drawn, x in zip(figure.texts, (MARGIN, MARGIN + 0.42)):
+            box = drawn.get_window_extent(renderer)
+            assert box.x1 <= right + 1.0
+            assert box.x1 > right - 0.15 * figure.bbox.width  # wrapped at the margin, not far inside it
+            assert drawn.get_text().replace("\n", " ") == text  # every word kept, in order
