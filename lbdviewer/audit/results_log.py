@@ -259,9 +259,13 @@ def _cell(value):
 def _cut_partial_line(path):
     """Drop a last line without its newline (a row cut short by a crash)."""
     with open(path, "rb+") as file:
-        data = file.read()
-        if data and not data.endswith(b"\n"):
-            file.truncate(data.rfind(b"\n") + 1)
+        if file.seek(0, os.SEEK_END) == 0:
+            return
+        file.seek(-1, os.SEEK_END)
+        if file.read(1) == b"\n":  # the usual case: one byte read, not the table
+            return
+        file.seek(0)
+        file.truncate(file.read().rfind(b"\n") + 1)
 
 
 def _thumb_stem(key):

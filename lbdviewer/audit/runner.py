@@ -141,7 +141,7 @@ def plan_tasks(inputs, descriptors, **options):
     return tasks
 
 
-def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None):
+def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None, log=None):
     """Run the tasks not yet in ``folder``'s results, yielding each row as it is recorded.
 
     Parameters
@@ -157,26 +157,37 @@ def iter_audit(tasks, folder, *, workers=None, scheduler=None, kind=None):
         run the tasks on that cluster.
     kind : lbdviewer.audit.results_log.TaskKind, optional
         What the tasks are (default :data:`~lbdviewer.audit.results_log.AUDIT`).
+    log : lbdviewer.audit.results_log.ResultsLog, optional
+        ``folder``'s log, already open: the caller that counted what is
+        pending in it keeps the folder's lock across the run (default: open
+        one for the run).
 
     Yields
     ------
     dict
         Each row as written to the kind's table (``results.csv``).
     """
-    with ResultsLog(folder, kind=kind) as log:
-        kind = log.kind
-        pending = [task for task in tasks if task.key not in log.done]
-        if not pending:
-            return
-        if scheduler is not None:
-            results = _on_dask(pending, scheduler, kind)
-        else:
-            results = _on_local_pool(pending, workers or default_workers(), kind.run, kind.error_row)
-        try:
-            for row, thumbnails in results:
-                yield log.append(row, thumbnails)
-        finally:
-            results.close()
+    if log is None:
+        with ResultsLog(folder, kind=kind) as log:
+            yield from _run_pending(tasks, log, workers, scheduler)
+    else:
+        yield from _run_pending(tasks, log, workers, scheduler)
+
+
+def _run_pending(tasks, log, workers, scheduler):
+    """:func:`iter_audit` on an open log."""
+    pending = [task for task in tasks if task.key not in log.done]
+    if not pending:
+        return
+    if scheduler is not None:
+        results = _on_dask(pending, scheduler, log.kind)
+    else:
+        results = _on_local_pool(pending, workers or default_workers(), log.kind.run, log.kind.error_row)
+    try:
+        for row, thumbnails in results:
+            yield log.append(row, thumbnails)
+    finally:
+        results.close()
 
 
 def _on_local_pool(tasks, workers, function=run_task, error_row=error_row):

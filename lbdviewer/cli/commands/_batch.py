@@ -72,24 +72,24 @@ def run_tasks(tasks, args, *, kind, desc, describe, workers):
     from lbdviewer.io.tables import printable
     from lbdviewer.audit.runner import iter_audit
 
-    with ResultsLog(args.output, kind=kind) as log:
+    with ResultsLog(args.output, kind=kind) as log:  # one open, one lock: counted and run as one
         pending = sum(task.key not in log.done for task in tasks)
         damaged = log.damaged
-    if damaged:  # skipped: their tasks run again
-        lines = ", ".join(f"line {line}: {reason}" for line, reason in damaged[:5])
-        print(f"{printable(log.path)}: {len(damaged)} damaged rows skipped, their tasks run again ({printable(lines)}"
-              f"{', ...' if len(damaged) > 5 else ''})", file=sys.stderr)
-    where = args.scheduler or f"{workers} local processes"
-    if not args.quiet:
-        print(f"{args.output}: {pending} of {len(tasks)} {desc} tasks to run on {where}")
-    done = failed = 0
-    with progress_bar(pending, desc=desc, unit="task", quiet=args.quiet) as bar:
-        for row in iter_audit(tasks, args.output, workers=workers, scheduler=args.scheduler, kind=kind):
-            done += 1
-            failed += row["status"] != "ok"
-            bar.update(1)
-            if not args.quiet:  # above the bar, which stays at the bottom of a terminal
-                what = describe(row) if row["status"] == "ok" else row["status"]
-                bar.write(f"[{done}/{pending}] {printable(what)} ({row['seconds'] or 0:.1f} s, {row['worker']})",
-                          file=sys.stdout)
+        if damaged:  # skipped: their tasks run again
+            lines = ", ".join(f"line {line}: {reason}" for line, reason in damaged[:5])
+            print(f"{printable(log.path)}: {len(damaged)} damaged rows skipped, their tasks run again "
+                  f"({printable(lines)}{', ...' if len(damaged) > 5 else ''})", file=sys.stderr)
+        where = args.scheduler or f"{workers} local processes"
+        if not args.quiet:
+            print(f"{args.output}: {pending} of {len(tasks)} {desc} tasks to run on {where}")
+        done = failed = 0
+        with progress_bar(pending, desc=desc, unit="task", quiet=args.quiet) as bar:
+            for row in iter_audit(tasks, args.output, workers=workers, scheduler=args.scheduler, log=log):
+                done += 1
+                failed += row["status"] != "ok"
+                bar.update(1)
+                if not args.quiet:  # above the bar, which stays at the bottom of a terminal
+                    what = describe(row) if row["status"] == "ok" else row["status"]
+                    bar.write(f"[{done}/{pending}] {printable(what)} ({row['seconds'] or 0:.1f} s, "
+                              f"{row['worker']})", file=sys.stdout)
     return done, failed, len(tasks) - pending
