@@ -36,7 +36,7 @@ import numpy as np
 
 from lbdviewer._validation import check_choice
 from lbdviewer.defences.transforms import applied_defences
-from lbdviewer.features.invert import iter_invert_features
+from lbdviewer.features.invert import iter_invert_features, weighs_flipped_bits
 from lbdviewer.features.progress import InversionProgress
 from lbdviewer.features.keypoints import Keypoints
 from lbdviewer.libraries.registry import get_model
@@ -185,7 +185,7 @@ def attack_steps(features, attacker, *, iterations=None):
     flip_rate = known_flip_rate(features)
     notes = {"flip_rate": flip_rate, "bit_positions": "known" if features.bit_positions() is not None else None,
              "refined": None}
-    if features.descriptor == "akaze" and flip_rate:  # its inversion is closed form: no likelihood to weigh bits
+    if flip_rate and not weighs_flipped_bits(features):  # no likelihood to weigh its bits
         notes["flip_rate_unused"], flip_rate = flip_rate, 0.0
     result = yield from _inverted(features, iterations, flip_rate)
     if _shifts(applied_defences(features)) is not None:

@@ -400,6 +400,20 @@ def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4, fl
     raise AssertionError("iter_invert_features ended without a result")
 
 
+def weighs_flipped_bits(features):
+    """Whether the joint inversion of ``features`` can read its bits as noisy (take a ``flip_rate`` above 0).
+
+    Not for AKAZE: neither its closed form nor its joint operator weighs flipped bits.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> weighs_flipped_bits(SimpleNamespace(descriptor="orb")), weighs_flipped_bits(SimpleNamespace(descriptor="akaze"))
+    (True, False)
+    """
+    return features.descriptor != "akaze"
+
+
 def _check_flip_rate(flip_rate, features, mode):
     """``flip_rate`` as a float in ``[0, 0.5)``, or a ValueError naming it (and what cannot take one)."""
     if isinstance(flip_rate, bool) or not isinstance(flip_rate, (int, float, np.floating)) \
@@ -407,7 +421,7 @@ def _check_flip_rate(flip_rate, features, mode):
         raise ValueError(f"flip_rate must be a number in [0, 0.5), got {flip_rate!r}")
     if flip_rate and mode != "joint":
         raise ValueError(f"flip_rate needs mode 'joint' (the likelihood solves the whole image), got {mode!r}")
-    if flip_rate and features.descriptor == "akaze":
+    if flip_rate and not weighs_flipped_bits(features):
         raise ValueError("flip_rate is not supported for AKAZE files (neither their closed form nor their joint "
                          "operator weighs flipped bits)")
     return float(flip_rate)
