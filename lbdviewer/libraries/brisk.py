@@ -66,15 +66,27 @@ class LogfFallbackWarning(UserWarning):
     """No C library ``logf`` was found: BRISK's model takes numpy's ``log``, and may differ from OpenCV's bits."""
 
 
-#: The C libraries searched for ``logf``, in order: glibc's libm, the platform's libm and libc (macOS, musl),
-#: then the symbols already in the running process (None).
-LIBM_NAMES = ("libm.so.6", ctypes.util.find_library("m"), ctypes.util.find_library("c"), None)
+@functools.lru_cache(maxsize=None)
+def libm_names():
+    """The C libraries searched for ``logf``, in order.
+
+    glibc's libm, the platform's libm and libc (macOS, musl), then the
+    symbols already in the running process (None). Looked up at the first
+    call, not at import: ``find_library`` may run ``ldconfig``, and every
+    command imports this module.
+
+    Examples
+    --------
+    >>> libm_names()[-1] is None
+    True
+    """
+    return tuple(dict.fromkeys(("libm.so.6", ctypes.util.find_library("m"), ctypes.util.find_library("c"), None)))
 
 
 @functools.lru_cache(maxsize=None)
 def _libm():
     """``(name, function)``: the C library's ``logf`` (what OpenCV calls for ``std::log`` of a float), or None."""
-    for name in dict.fromkeys(LIBM_NAMES):
+    for name in libm_names():
         try:
             function = ctypes.CDLL(name).logf
         except (OSError, AttributeError):
@@ -104,7 +116,7 @@ def logf_source():
 def logf(values):
     """Single-precision natural logarithm as the C library computes it, elementwise.
 
-    Without a C library ``logf`` (see :data:`LIBM_NAMES`) numpy's ``log`` is
+    Without a C library ``logf`` (see :func:`libm_names`) numpy's ``log`` is
     used and a :class:`LogfFallbackWarning` says so.
 
     Examples
@@ -115,7 +127,7 @@ def logf(values):
     values = np.asarray(values, dtype=_F32)
     found = _libm()
     if found is None:
-        warnings.warn("no C library logf was found (tried " + ", ".join(str(n) for n in LIBM_NAMES)
+        warnings.warn("no C library logf was found (tried " + ", ".join(str(n) for n in libm_names())
                       + "): BRISK's model uses numpy's log, so its scales, and bits, may differ from OpenCV's",
                       LogfFallbackWarning, stacklevel=2)
         return np.log(values)
