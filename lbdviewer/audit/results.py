@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from lbdviewer.audit.risk import risk
-from lbdviewer.audit.results_log import FLOAT_COLUMNS, INTEGER_COLUMNS, RESULTS, read_rows
+from lbdviewer.audit.results_log import FLOAT_COLUMNS, INTEGER_COLUMNS, RESULTS, TEXT_COLUMNS, read_rows
 from lbdviewer.io.tables import printable
 from lbdviewer.audit.tasks import COLUMNS, LINE_SEPARATOR
 from lbdviewer.evaluation.ocr import lines_read
@@ -211,8 +211,7 @@ def write_parquet(rows, path):
         return None
     types = {column: pa.int64() if column in INTEGER_COLUMNS else pa.float64() if column in FLOAT_COLUMNS
              else pa.string() for column in COLUMNS}
-    text = {column for column in COLUMNS if column not in INTEGER_COLUMNS and column not in FLOAT_COLUMNS}
-    table = pa.table({column: pa.array([printable(row[column]) if column in text and row[column] is not None
+    table = pa.table({column: pa.array([printable(row[column]) if column in TEXT_COLUMNS and row[column] is not None
                                         else row[column] for row in rows], type=types[column]) for column in COLUMNS})
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer)

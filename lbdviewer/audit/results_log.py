@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import math
 import os
 import socket
 import time
@@ -35,14 +34,15 @@ from typing import Callable
 
 from lbdviewer.audit.tasks import COLUMNS, error_row, row_key, run_task
 from lbdviewer.io.files import atomic_write
-from lbdviewer.io.tables import cells_row, read_table
+from lbdviewer.io.tables import read_table, typed_cells
 
 RESULTS = "results.csv"
 #: The lock file of a report folder (see :class:`ResultsLog`).
 LOCK = ".lbdviewer-audit.lock"
-#: Columns of ``results.csv`` read as integers and as floats; the others are text.
+#: Columns of ``results.csv`` read as integers, as floats and as text.
 INTEGER_COLUMNS = ("keypoints", "iterations")
 FLOAT_COLUMNS = ("coverage", "correlation", "rank_correlation", "ssim", "ocr_similarity", "ocr_confidence", "seconds")
+TEXT_COLUMNS = tuple(column for column in COLUMNS if column not in INTEGER_COLUMNS + FLOAT_COLUMNS)
 THUMBS = "thumbs"
 
 
@@ -194,23 +194,10 @@ def typed_row(cells):
     >>> row["keypoints"], row["coverage"]
     (12, None)
     """
-    row = cells_row(cells, COLUMNS)
-    for column in ("input", "descriptor", "status"):
-        if not row[column]:
-            raise ValueError(f"has no {column}")
+    row = typed_cells(cells, COLUMNS, required=("input", "descriptor", "status"), text=TEXT_COLUMNS,
+                      integers=INTEGER_COLUMNS)
     if row["status"] != "ok" and not row["status"].startswith("error: "):
         raise ValueError(f"status is neither 'ok' nor 'error: ...': {row['status'][:40]!r}")
-    for column in COLUMNS:
-        value = row[column]
-        if value == "":
-            row[column] = None
-        elif column in INTEGER_COLUMNS or column in FLOAT_COLUMNS:
-            try:
-                row[column] = int(value) if column in INTEGER_COLUMNS else float(value)
-            except ValueError:
-                raise ValueError(f"{column} is not a number: {value[:40]!r}") from None
-            if column in FLOAT_COLUMNS and math.isnan(row[column]):
-                raise ValueError(f"{column} is not a number: {value[:40]!r}")
     return row
 
 
@@ -307,5 +294,5 @@ class TaskKind:
 AUDIT = TaskKind(run_task, COLUMNS, row_key, error_row, typed_row)
 
 
-__all__ = ["AUDIT", "FLOAT_COLUMNS", "INTEGER_COLUMNS", "LOCK", "RESULTS", "THUMBS", "AuditFilesWarning",
+__all__ = ["AUDIT", "FLOAT_COLUMNS", "INTEGER_COLUMNS", "LOCK", "RESULTS", "TEXT_COLUMNS", "THUMBS", "AuditFilesWarning",
            "FolderInUseError", "ResultsLog", "TaskKind", "read_rows", "typed_row"]

@@ -186,7 +186,7 @@ def attack_steps(features, attacker, *, iterations=None):
     notes = {"flip_rate": flip_rate, "bit_positions": "known" if features.bit_positions() is not None else None,
              "refined": None}
     if flip_rate and not weighs_flipped_bits(features):  # no likelihood to weigh its bits
-        notes["flip_rate_unused"], flip_rate = flip_rate, 0.0
+        notes["flip_rate_unused"], notes["flip_rate"], flip_rate = flip_rate, 0.0, 0.0  # the record: what ran
     result = yield from _inverted(features, iterations, flip_rate)
     if _shifts(applied_defences(features)) is not None:
         refined = refine_positions(features, result.image)
@@ -223,8 +223,9 @@ def attack(features, attacker, *, iterations=None):
     notes : dict
         What the attacker used: ``flip_rate``, ``bit_positions`` (known or
         assumed), ``refined`` (keypoints moved, their mean move in pixels);
-        AKAZE's closed-form inversion cannot weigh flipped bits
-        (``flip_rate_unused``).
+        a flip rate that the inversion cannot weigh (AKAZE's, see
+        :func:`~lbdviewer.features.invert.weighs_flipped_bits`) is recorded as
+        ``flip_rate_unused``.
 
     Examples
     --------

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-from lbdviewer.io.tables import cells_row, read_table
+from lbdviewer.io.tables import read_table, typed_cells
 
 __all__ = ["COLUMNS", "NONE", "defend_key", "read_defend_rows", "strength_text", "typed_defend_row"]
 
@@ -55,22 +54,8 @@ def typed_defend_row(cells):
     >>> row["keypoints"], row["strength"], row["coverage"]
     (12, None, None)
     """
-    row = cells_row(cells, COLUMNS)
-    for column in ("input", "descriptor", "defence", "attacker", "status"):
-        if not row[column]:
-            raise ValueError(f"has no {column}")
-    for column, value in row.items():
-        if value == "":
-            row[column] = None
-        elif column not in _TEXT:
-            try:
-                number = float(value)
-            except ValueError:
-                raise ValueError(f"{column} is not a number: {value[:40]!r}") from None
-            if math.isnan(number):
-                raise ValueError(f"{column} is not a number: {value[:40]!r}")
-            row[column] = int(number) if column in _INTEGERS else number
-    return row
+    return typed_cells(cells, COLUMNS, required=("input", "descriptor", "defence", "attacker", "status"),
+                       text=_TEXT, integers=_INTEGERS)
 
 
 def read_defend_rows(path):

@@ -401,15 +401,11 @@ def invert_features(features, *, mode="joint", iterations=None, sparsity=0.4, fl
 
 
 def weighs_flipped_bits(features):
-    """Whether the joint inversion of ``features`` can read its bits as noisy (take a ``flip_rate`` above 0).
+    """Whether inverting ``features`` takes a ``flip_rate`` above 0 (AKAZE's: no, nothing weighs its bits).
 
-    Not for AKAZE: neither its closed form nor its joint operator weighs flipped bits.
-
-    Examples
-    --------
     >>> from types import SimpleNamespace
-    >>> weighs_flipped_bits(SimpleNamespace(descriptor="orb")), weighs_flipped_bits(SimpleNamespace(descriptor="akaze"))
-    (True, False)
+    >>> [weighs_flipped_bits(SimpleNamespace(descriptor=name)) for name in ("orb", "akaze")]
+    [True, False]
     """
     return features.descriptor != "akaze"
 
@@ -422,8 +418,7 @@ def _check_flip_rate(flip_rate, features, mode):
     if flip_rate and mode != "joint":
         raise ValueError(f"flip_rate needs mode 'joint' (the likelihood solves the whole image), got {mode!r}")
     if flip_rate and not weighs_flipped_bits(features):
-        raise ValueError("flip_rate is not supported for AKAZE files (neither their closed form nor their joint "
-                         "operator weighs flipped bits)")
+        raise ValueError("flip_rate is not supported for AKAZE files: no inversion of theirs weighs flipped bits")
     return float(flip_rate)
 
 
@@ -593,8 +588,7 @@ def _joint(features, patterns, iterations, sparsity, flip_rate):
                                 covered, crop)
         return
     for progress in iter_reconstruct_image(pack_bits(features.bits()), origins + [top, left], level0,
-                                           shape=shape, mode="joint", iterations=iterations,
-                                           sparsity=sparsity):
+                                           shape=shape, mode="joint", iterations=iterations, sparsity=sparsity):
         if progress.result is None:
             estimate = None if progress.estimate is None else np.clip(progress.estimate[crop], 0.0, 1.0)
             yield InversionProgress(done=progress.done, total=progress.total, image=estimate,

@@ -9,9 +9,10 @@ on a terminal or a page.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
-__all__ = ["MAX_RECORD_LINES", "cells_row", "printable", "read_table"]
+__all__ = ["MAX_RECORD_LINES", "cells_row", "printable", "read_table", "typed_cells"]
 
 #: Lines one record may span (a quoted cell may hold a newline: a file name); an unclosed quote spans no more.
 MAX_RECORD_LINES = 4
@@ -28,6 +29,39 @@ def cells_row(cells, columns):
     if len(cells) != len(columns):
         raise ValueError(f"has {len(cells)} cells, not {len(columns)}")
     return dict(zip(columns, cells))
+
+
+def typed_cells(cells, columns, *, required, text, integers):
+    """The cells of a row of ``columns`` typed; a ValueError saying why if the row is damaged.
+
+    Empty cells become None; the ``text`` columns stay text, the
+    ``integers`` become ints and the other columns floats. A row is damaged
+    when its number of cells differs (:func:`cells_row`), a ``required``
+    column is empty, or a number column holds something else than a number
+    (NaN included: an undefined value is written as an empty cell).
+
+    Examples
+    --------
+    >>> typed_cells(["a.png", "12", "0.5", ""], ("input", "keypoints", "coverage", "ssim"),
+    ...             required=("input",), text=("input",), integers=("keypoints",))
+    {'input': 'a.png', 'keypoints': 12, 'coverage': 0.5, 'ssim': None}
+    """
+    row = cells_row(cells, columns)
+    for column in required:
+        if not row[column]:
+            raise ValueError(f"has no {column}")
+    for column, value in row.items():
+        if value == "":
+            row[column] = None
+        elif column not in text:
+            try:
+                number = int(value) if column in integers else float(value)
+            except ValueError:
+                raise ValueError(f"{column} is not a number: {value[:40]!r}") from None
+            if math.isnan(number):
+                raise ValueError(f"{column} is not a number: {value[:40]!r}")
+            row[column] = number
+    return row
 
 
 def read_table(path, *, columns, key, typed):

@@ -129,3 +129,16 @@ def test_leakage_of_nothing_released_is_zero():
                              ocr=False)
     assert scores == {"correlation": 0.0, "rank_correlation": 0.0, "coverage": 0.0, "ocr_lines_read": 0,
                       "ocr_lines_total": 1}
+
+
+def test_the_aware_attacker_of_akaze_under_randomized_response_says_it_cannot_weigh_the_flips(crops):
+    """The inverter refuses a flip rate for AKAZE files; the attacker inverts the bits as they are and says so."""
+    from lbdviewer.defences.transforms import randomized_response
+
+    image, _ = crops["camera"]
+    released = randomized_response(extract_features(image, "akaze", n_keypoints=40), 2.0, rng=0)
+    with pytest.raises(ValueError, match="flip_rate is not supported for AKAZE"):
+        invert_features(released, flip_rate=known_flip_rate(released))
+    result, notes = attack(released, "aware", iterations=5)
+    assert notes["flip_rate"] == 0.0 and notes["flip_rate_unused"] == pytest.approx(known_flip_rate(released))
+    assert result.image.shape == image.shape
