@@ -409,7 +409,7 @@ def _joint(descriptors, kind, sites, patterns, shape, counts, method, iterations
     operator, subset = JointOperator(shape, sites, patterns), {}
     if method == "consistency":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
-        solver = CoarseToDense(operator, bits, sites, shape, iterations)
+        solver = CoarseToDense(operator, bits, sites, iterations)
     elif method == "likelihood":
         bits = unpack_bits(descriptors, operator.m) if kind == "packed" else descriptors
         solver = JointLikelihood(operator, bits, sites, shape, iterations)

@@ -192,7 +192,7 @@ def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
     sites = grid_sites(image.shape, patch_size=16, offset=2)
     op = JointOperator(image.shape, sites, pattern)
     bits = sign_with_ties(op.forward(image), atol=1e-6)
-    steps = [(state.iteration, state) for state in CoarseToDense(op, bits, sites, image.shape, 50).steps()]
+    steps = [(state.iteration, state) for state in CoarseToDense(op, bits, sites, 50).steps()]
     counts = [done for done, _ in steps]
     assert counts == sorted(set(counts)) and counts[-1] <= 50
     coarse_sites = {state.x.shape for _, state in steps}
@@ -224,3 +224,18 @@ def test_joint_margins_average_the_default_for_every_pattern_whatever_its_scale(
     np.testing.assert_allclose(margin[0], margin[1], rtol=1e-4)  # same pairs, same margins at any scale
     separations = pair_separations(op)[0]
     assert np.argmax(margin[0]) == np.argmax(separations)  # longer tests ask more
+
+
+def test_each_stage_records_the_total_variation_it_runs_with():
+    """The coarse sub-grid overlaps less than the dense grid: its stage chooses (and records) its own weight."""
+    rng = np.random.default_rng(5)
+    image = np.kron(rng.random((5, 5)), np.ones((8, 8)))
+    pattern = make_pattern("brief", patch_size=16, m=128)
+    sites = grid_sites(image.shape, patch_size=16, offset=2)
+    op = JointOperator(image.shape, sites, pattern)
+    bits = sign_with_ties(op.forward(image), atol=1e-6)
+    solver = CoarseToDense(op, bits, sites, 50)
+    coarse, dense = solver.settings["stages"]
+    assert coarse["smoothness"] == pytest.approx(solver._coarse.solver.smoothness)
+    assert dense["smoothness"] == pytest.approx(solver._dense_solver.solver.smoothness)
+    assert coarse["smoothness"] != dense["smoothness"]  # what describe() alone wrote for both stages

@@ -201,4 +201,4 @@ def test_keypoints_are_solved_with_the_plain_margins():
     stage = result.params["solver_settings"]["stages"][0]
     assert result.iterations == KEYPOINT_ITERATIONS and not stage["oriented"] and stage["gated_after"] is None
     op = JointOperator(image.shape, sites, pattern)
-    assert not CoarseToDense(op, bits, sites, image.shape, 10).settings["stages"][0]["oriented"]
+    assert not CoarseToDense(op, bits, sites, 10).settings["stages"][0]["oriented"]

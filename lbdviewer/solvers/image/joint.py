@@ -416,8 +416,13 @@ class JointSignConsistency(IterativeSolver):
                 "flatten_blur": FLATTEN_BLUR, "region_scale": REGION_SCALE},
         }
 
-    def steps(self):
-        """The states of the underlying :class:`SignConsistency`."""
+    def steps(self, x0=None):
+        """The states of the underlying :class:`SignConsistency`, from ``x0`` if given (else the construction's)."""
+        if x0 is not None:
+            x0 = np.asarray(x0, dtype=np.float64)
+            if x0.shape != self.solver.shape:
+                raise ValueError(f"x0 must have shape {self.solver.shape}, got {x0.shape}")
+            self.solver.x0 = x0
         return self.solver.steps()
 
 
@@ -444,41 +449,34 @@ class CoarseToDense(IterativeSolver):
         On all ``sites``.
     bits : ndarray, shape (S, M)
     sites : ndarray of int, shape (S, 2)
-    shape : (int, int)
     iterations : int
     """
 
-    def __init__(self, operator, bits, sites, shape, iterations):
-        self.operator, self.bits, self.sites, self.shape = operator, bits, sites, shape
+    def __init__(self, operator, bits, sites, iterations):
         self.iterations = check_iterations(iterations)
-        self._oriented = is_grid(sites)
-        self._keep = coarser_grid(sites, spacing=COARSE_SPACING)
-        self._dense = dense = (self.iterations if self._keep is None
-                               else max(1, int(round(DENSE_SHARE * self.iterations))))
-        self._single = None
-        if dense == self.iterations:  # one stage: built now, so its settings are the ones it runs with
-            self._single = JointSignConsistency(operator, bits, iterations=dense, oriented=self._oriented)
-            stages = [self._single.settings]
-        else:
-            stages = [{**JointSignConsistency.describe(self.iterations - dense, oriented=self._oriented),
-                       "sites": int(np.count_nonzero(self._keep)), "spacing": COARSE_SPACING},
-                      JointSignConsistency.describe(dense, oriented=self._oriented)]
+        oriented, keep = is_grid(sites), coarser_grid(sites, spacing=COARSE_SPACING)
+        dense = self.iterations if keep is None else max(1, int(round(DENSE_SHARE * self.iterations)))
+        # Every stage built now, so that the record holds the settings each runs with (the total
+        # variation each chose from its own sites' overlap, :func:`sparse_smoothness`).
+        self._coarse = (None if dense == self.iterations else
+                        JointSignConsistency(site_subset(operator, keep), bits[keep],
+                                             iterations=self.iterations - dense, oriented=oriented))
+        self._dense_solver = JointSignConsistency(operator, bits, iterations=dense, oriented=oriented)
+        stages = [] if self._coarse is None else [{**self._coarse.settings, "sites": int(np.count_nonzero(keep)),
+                                                   "spacing": COARSE_SPACING}]
         #: What the solve runs (the record's ``solver_settings``): its stages, coarse first.
-        self.settings = {"solver": "CoarseToDense", "stages": stages}
+        self.settings = {"solver": "CoarseToDense", "stages": stages + [self._dense_solver.settings]}
 
     def steps(self):
-        """Yield the coarse stage's states, then the dense stage's, numbered on."""
-        if self._single is not None:
-            yield from self._single.steps()
+        """Yield the coarse stage's states, then the dense stage's (from the coarse result), numbered on."""
+        if self._coarse is None:
+            yield from self._dense_solver.steps()
             return
-        operator, bits, iterations, keep, dense = self.operator, self.bits, self.iterations, self._keep, self._dense
-        coarse = site_subset(operator, keep)
         state = None
-        for state in JointSignConsistency(coarse, bits[keep], iterations=iterations - dense,
-                                          oriented=self._oriented).steps():
+        for state in self._coarse.steps():
             yield dataclasses.replace(state, finished=False)
-        done, x0 = state.iteration, np.asarray(state.x[0], dtype=np.float64)
-        for state in JointSignConsistency(operator, bits, iterations=dense, x0=x0, oriented=self._oriented).steps():
+        done = state.iteration
+        for state in self._dense_solver.steps(x0=state.x[0]):
             yield dataclasses.replace(state, iteration=done + state.iteration)
 
 
