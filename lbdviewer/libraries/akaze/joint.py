@@ -73,7 +73,7 @@ from lbdviewer._runtime.parallel import map_parallel
 from lbdviewer.libraries.akaze.grid import comparison_pairs
 from lbdviewer.libraries.akaze.joint_kernels import (add_area_adjoint, read_cells, squared_hinge_cells,
                                                      write_cells)
-from lbdviewer.libraries.akaze.operator import N_CELLS
+from lbdviewer.libraries.akaze.operator import N_CELLS, _gaussian
 from lbdviewer.libraries.akaze.scale_space import SMOOTH_SIGMA, derivative_kernels, level_sigmas
 
 #: Filtered pixels a separate window must save to be worth its own filter calls: on the dark screen, document
@@ -91,13 +91,10 @@ def _cv2():
 
 
 def _gaussian_kernel(sigma):
-    """A normalised 1-D Gaussian of ``sigma`` (3 sigma each side; ``[1]`` for sigma 0)."""
+    """A normalised 1-D Gaussian of ``sigma`` (3 sigma each side; ``[1]`` for sigma 0), float32."""
     if sigma <= 0:
         return np.ones(1, dtype=np.float32)
-    radius = max(1, int(math.ceil(3.0 * sigma)))
-    x = np.arange(-radius, radius + 1, dtype=np.float64)
-    g = np.exp(-x * x / (2.0 * sigma * sigma))
-    return (g / g.sum()).astype(np.float32)
+    return _gaussian(sigma, max(1, int(math.ceil(3.0 * sigma)))).astype(np.float32)
 
 
 def _correlate(image, kernel_x, kernel_y, out=None):
@@ -301,7 +298,6 @@ class AkazeJointOperator:
             raise ValueError(f"keypoints reach level {int(levels.max())}, but a {height}x{width} image has "
                              f"{len(plan)} levels")
         pairs = comparison_pairs()
-        self._pairs = pairs
         self._first, self._second = (np.ascontiguousarray(pairs[:, i], dtype=np.int64) for i in range(2))
         self.test_channels = pairs[:, 0] % 3  # a pair compares two cells of one channel: index 3 cell + channel
         differences = np.zeros((3 * N_CELLS, len(pairs)), dtype=np.float32)  # cell values -> measurements

@@ -92,7 +92,7 @@ def coherent_contrast(operator, bits, x, *, noise=NOISE_AGREEMENT, structure=STR
     """
     x = np.asarray(x, dtype=np.float64)
     agreement = blurred_agreement(operator, bits, x)
-    sizes = np.array([p.patch_size for p in operator.patterns])[operator.site_pattern]
+    sizes = operator.patch_sizes
     gains = coherence_gain(agreement, noise=noise, structure=structure)
     gain = gaussian_filter(site_average(x.shape, operator.sites, sizes, gains), GAIN_SMOOTHING)
     mean = float(x.mean())

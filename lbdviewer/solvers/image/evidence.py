@@ -149,7 +149,7 @@ def overlap_confidence(operator, *, full=FULL_OVERLAP):
     """
     if not full > 1:
         raise ValueError(f"full must be greater than 1, got {full!r}")
-    sizes = np.array([p.patch_size for p in operator.patterns])[operator.site_pattern]
+    sizes = operator.patch_sizes
     counts = coverage(operator.domain_shape, operator.sites, sizes)
     most = np.empty(len(sizes))
     for size in np.unique(sizes):  # the largest count over each patch: a sliding maximum sampled at its centre

@@ -197,7 +197,7 @@ def _cell_shape(shape):
 
 def _site_cells(operator):
     """The cell (row, column) of each site's patch centre."""
-    sizes = np.array([p.patch_size for p in operator.patterns])[operator.site_pattern]
+    sizes = operator.patch_sizes
     centres = operator.sites + (sizes[:, None] - 1) / 2.0
     return np.clip((centres // CELL).astype(np.int64), 0, np.array(_cell_shape(operator.domain_shape)) - 1)
 
