@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from lbdviewer._validation import check_choice, check_int
-from lbdviewer.bits import descriptor_encoding
 from lbdviewer.solvers.patch.primal_dual import DEFAULT_LAM, PrimalDualL1
 from lbdviewer.solvers.patch.biht import BIHT
 from lbdviewer.solvers.patch.base import domain_shape_of
@@ -82,8 +81,6 @@ def iter_reconstruct_patches(descriptors, operator, *, method="biht", iterations
         raise ValueError(f"descriptors must have shape (B, M), got {descriptors.shape}")
     if iterations is None:
         iterations = DEFAULT_ITERATIONS[method]
-    if method == "primal-dual" and binary is None:
-        binary = descriptor_encoding(descriptors, descriptors.shape[1]) == "bits"
     total = descriptors.shape[0]
     for start in range(0, total, chunk):
         part = descriptors[start:start + chunk]

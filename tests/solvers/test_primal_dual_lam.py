@@ -102,3 +102,15 @@ def test_at_large_lambda_the_default_step_ratio_converges_faster_than_equal_step
         return PrimalDualL1(operator, data, lam=lam, iterations=300, step_ratio=ratio).run().objective[0] - best
 
     assert 0 <= excess(None) < 0.5 * excess(1.0)  # measured: 5.7 % of the optimum against 34 % (scripts/pd_steps.py)
+
+
+def test_the_solver_reads_its_data_by_the_one_descriptor_rule():
+    """Integer bits are bits, floats are measurements, and float signs are refused rather than guessed."""
+    operator = DescriptorOperator(make_pattern("brief", patch_size=16, m=32))
+    values = operator.forward(sample_image("camera")[100:116, 200:216].astype(np.float32))[None]
+    signs = np.where(values > 0, 1, -1)
+    assert PrimalDualL1(operator, signs.astype(np.int8), iterations=1).binary
+    assert not PrimalDualL1(operator, values, iterations=1).binary
+    with pytest.raises(ValueError, match="bits or real measurements"):
+        PrimalDualL1(operator, signs.astype(np.float64), iterations=1)
+    assert PrimalDualL1(operator, signs.astype(np.float64), iterations=1, binary=True).binary  # said: no guess

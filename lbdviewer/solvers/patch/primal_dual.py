@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from lbdviewer._validation import check_positive
-from lbdviewer.bits import sign_with_ties
+from lbdviewer.bits import descriptor_encoding, sign_with_ties
 from lbdviewer._runtime.parallel import run_rows
 from lbdviewer.solvers.projections import project
 from lbdviewer.operators.wavelets import haar_adjoint_lanes, haar_forward_lanes
@@ -117,7 +117,8 @@ class PrimalDualL1(BatchedSolver):
         :math:`W`: orthonormal Haar or the identity.
     binary : bool, optional
         Whether ``b`` holds bits (then ``bit_consistency`` is reported).
-        Default: true when every entry is -1 or +1.
+        Default: read by the one rule :func:`lbdviewer.bits.descriptor_encoding`
+        (integer bits; float arrays of only -1 and +1 are refused as ambiguous).
     backend : {"auto", "fused", "batched", "reference"}
         Execution path, as for :class:`~lbdviewer.solvers.patch.biht.BIHT`.
 
@@ -181,7 +182,8 @@ class PrimalDualL1(BatchedSolver):
         self._bind(operator)
         values = np.asarray(b)
         if binary is None:
-            binary = bool(values.size) and bool(np.all((values == 1) | (values == -1)))
+            readable = values.size and values.ndim and values.shape[-1] == self.m  # else check_data says why
+            binary = bool(readable) and descriptor_encoding(values, self.m) == "bits"
         self.binary = bool(binary)
         self.b = check_data("b", values, self.m, binary=self.binary).astype(np.float32)
         shift = self.thresholds is not None and self.binary
