@@ -108,9 +108,10 @@ def coarser_grid(sites, *, spacing=8):
     True
     """
     sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
-    rows, cols = np.unique(sites[:, 0]), np.unique(sites[:, 1])
-    if len(sites) != len(rows) * len(cols) or len(np.unique(sites, axis=0)) != len(sites):
+    axes = _full_grid_axes(sites)
+    if axes is None:
         return None
+    rows, cols = axes
     steps = np.concatenate([np.diff(rows), np.diff(cols)])
     if len(steps) == 0 or steps.min() >= spacing:
         return None
@@ -131,11 +132,16 @@ def is_grid(sites):
     >>> is_grid(grid_sites((40, 72), patch_size=32, offset=8)), is_grid([[0, 0], [3, 5]])
     (True, False)
     """
-    sites = np.asarray(sites, dtype=np.int64).reshape(-1, 2)
+    axes = _full_grid_axes(np.asarray(sites, dtype=np.int64).reshape(-1, 2))
+    return axes is not None and all(len(np.unique(np.diff(axis)[:-1])) <= 1 for axis in axes)
+
+
+def _full_grid_axes(sites):
+    """The distinct rows and columns of ``(S, 2)`` sites if they hold every pair of them once, else None."""
     rows, cols = np.unique(sites[:, 0]), np.unique(sites[:, 1])
     if len(sites) != len(rows) * len(cols) or len(np.unique(sites, axis=0)) != len(sites):
-        return False
-    return all(len(np.unique(np.diff(axis)[:-1])) <= 1 for axis in (rows, cols))
+        return None
+    return rows, cols
 
 
 def sites_from_points(points, shape, *, patch_size=32):

@@ -185,13 +185,16 @@ def test_joint_default_is_sign_consistency_and_beats_averaging():
         reconstruct_image(bits, sites, pattern, shape=image.shape, mode="patches", method="consistency")
 
 
-def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
-    rng = np.random.default_rng(4)
-    image = np.kron(rng.random((5, 5)), np.ones((8, 8)))
-    pattern = make_pattern("brief", patch_size=16, m=128)
+def _blocks_on_a_dense_grid(seed):
+    """Flat 8x8 blocks of random grey, BRIEF (M = 128) at offset 2: the image, its sites, operator and bits."""
+    image = np.kron(np.random.default_rng(seed).random((5, 5)), np.ones((8, 8)))
     sites = grid_sites(image.shape, patch_size=16, offset=2)
-    op = JointOperator(image.shape, sites, pattern)
-    bits = sign_with_ties(op.forward(image), atol=1e-6)
+    op = JointOperator(image.shape, sites, make_pattern("brief", patch_size=16, m=128))
+    return image, sites, op, sign_with_ties(op.forward(image), atol=1e-6)
+
+
+def test_dense_grid_starts_on_a_coarse_sub_grid_then_refines_on_all_sites():
+    image, sites, op, bits = _blocks_on_a_dense_grid(4)
     steps = [(state.iteration, state) for state in CoarseToDense(op, bits, sites, 50).steps()]
     counts = [done for done, _ in steps]
     assert counts == sorted(set(counts)) and counts[-1] <= 50
@@ -228,12 +231,7 @@ def test_joint_margins_average_the_default_for_every_pattern_whatever_its_scale(
 
 def test_each_stage_records_the_total_variation_it_runs_with():
     """The coarse sub-grid overlaps less than the dense grid: its stage chooses (and records) its own weight."""
-    rng = np.random.default_rng(5)
-    image = np.kron(rng.random((5, 5)), np.ones((8, 8)))
-    pattern = make_pattern("brief", patch_size=16, m=128)
-    sites = grid_sites(image.shape, patch_size=16, offset=2)
-    op = JointOperator(image.shape, sites, pattern)
-    bits = sign_with_ties(op.forward(image), atol=1e-6)
+    _, sites, op, bits = _blocks_on_a_dense_grid(5)
     solver = CoarseToDense(op, bits, sites, 50)
     coarse, dense = solver.settings["stages"]
     assert coarse["smoothness"] == pytest.approx(solver._coarse.solver.smoothness)
